@@ -1,0 +1,37 @@
+"""The key-value store interface shared by the search cache, chain state and stored responses."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+
+class StoreUnavailable(Exception):
+    """The store could not answer in time; callers degrade instead of failing the request."""
+
+
+class Store(Protocol):
+    """Bytes in, bytes out, every key with a TTL. Keys are namespaced by the caller."""
+
+    async def get(self, key: str) -> bytes | None: ...
+
+    async def set(self, key: str, value: bytes, ttl: float) -> None: ...
+
+    async def delete(self, key: str) -> None: ...
+
+    async def update(
+        self, key: str, fn: Callable[[bytes | None], bytes | None], ttl: float
+    ) -> bytes | None:
+        """Atomically replace the value with fn(old); fn returning None deletes the key.
+
+        Two concurrent updates of one key never lose each other's change.
+        """
+        ...
+
+    async def close(self) -> None: ...
+
+    def health(self) -> dict: ...
+
+
+UpdateFn = Callable[[bytes | None], bytes | None]
+AsyncUpdateFn = Callable[[bytes | None], Awaitable[bytes | None]]
