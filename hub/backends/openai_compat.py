@@ -1,0 +1,84 @@
+"""OpenAI-compatible chat backends: vLLM, Ollama, llama.cpp, LM Studio, OpenAI, GLM, Gemini's
+OpenAI endpoint. Requests go out in the internal (chat) form with the target's model name."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import msgspec
+
+from ..config import Provider, Target
+from .http import UpstreamError, open_sse, post_json, sse_data
+
+# Fields only searchhub reads; a backend may reject them.
+_GATEWAY_FIELDS = ("web_search", "enable_web_search", "web_search_options")
+_decode = msgspec.json.decode
+
+
+def chat_url(provider: Provider) -> str:
+    base = provider.base_url
+    if provider.type == "gemini" and not base.endswith("/openai"):
+        return base + "/v1beta/openai/chat/completions"
+    return base + "/chat/completions"
+
+
+def headers(provider: Provider, *, stream: bool = False) -> dict[str, str]:
+    h = {"content-type": "application/json", "accept": "text/event-stream" if stream else "application/json"}
+    if provider.api_key:
+        h["authorization"] = f"Bearer {provider.api_key}"
+    h.update(provider.headers)
+    return h
+
+
+def outbound(body: dict, target: Target, *, stream: bool) -> dict:
+    """The request body a backend receives: the target's model name, no gateway-only fields."""
+    out = {k: v for k, v in body.items() if k not in _GATEWAY_FIELDS}
+    out["model"] = target.model
+    if not out.get("tools"):
+        out.pop("tools", None)
+        out.pop("tool_choice", None)
+        out.pop("parallel_tool_calls", None)
+    if stream:
+        out["stream"] = True
+    else:
+        out.pop("stream", None)
+        out.pop("stream_options", None)
+    return out
+
+
+async def complete(client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0) -> dict:
+    p = target.provider
+    data = await post_json(client, p, chat_url(p), outbound(body, target, stream=False), headers(p), retries=retries)
+    if "choices" not in data:
+        raise UpstreamError("upstream answered without choices", status=502)
+    return data
+
+
+async def stream(
+    client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0
+) -> AsyncIterator[dict]:
+    """Open the stream (errors before the first byte raise UpstreamError here, so the caller can
+    fail over) and return an iterator of decoded chunks."""
+    p = target.provider
+    resp = await open_sse(client, p, chat_url(p), outbound(body, target, stream=True), headers(p, stream=True),
+                          retries=retries)
+    return _chunks(resp)
+
+
+async def _chunks(resp: httpx.Response) -> AsyncIterator[dict]:
+    async for data in sse_data(resp):
+        if not data or data == b"[DONE]":
+            if data == b"[DONE]":
+                return
+            continue
+        try:
+            chunk = _decode(data)
+        except msgspec.DecodeError:
+            raise UpstreamError("upstream sent an invalid stream chunk", status=502) from None
+        if isinstance(chunk, dict):
+            if "error" in chunk or chunk.get("object") == "error":
+                err = chunk.get("error", chunk)
+                msg = err.get("message") if isinstance(err, dict) else None
+                raise UpstreamError(f"upstream error mid-stream: {str(msg)[:200]}", status=502, retryable=False)
+            yield chunk

@@ -1,0 +1,77 @@
+"""`searchhub serve | check | search | classify`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import config as cfgmod
+
+
+def _add_config(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="path to engines.json (default: $SEARCHHUB_CONFIG or ./engines.json)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="searchhub", description="LLM gateway with server-side web search")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gateway")
+    _add_config(serve)
+    serve.add_argument("--host", help="listen address (default: server.host in engines.json)")
+    serve.add_argument("--port", type=int, help="listen port (default: server.port in engines.json)")
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (share state via Redis)")
+
+    check = sub.add_parser("check", help="validate engines.json and print the resolved routing table")
+    _add_config(check)
+
+    search = sub.add_parser("search", help="run one web search with the configured engines")
+    _add_config(search)
+    search.add_argument("query")
+    search.add_argument("--engine", help="engine id (default: the default engine)")
+    search.add_argument("--count", type=int, help="number of results")
+    search.add_argument("--recency", choices=["oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit"])
+    search.add_argument("--json", action="store_true", help="print the normalized result as JSON")
+
+    classify = sub.add_parser("classify", help="show the web-search intent decision for a text")
+    classify.add_argument("text")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "check":
+        return _check(args)
+    if args.command == "serve":
+        from .serve import serve
+
+        return serve(cfgmod.config_path(args.config), host=args.host, port=args.port, workers=args.workers)
+    if args.command == "search":
+        from .search.cli import run_search
+
+        return run_search(args)
+    if args.command == "classify":
+        from .intent import classify, describe
+
+        print(describe(classify(args.text)))
+        return 0
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+def _check(args: argparse.Namespace) -> int:
+    path = cfgmod.config_path(args.config)
+    try:
+        cfg = cfgmod.load(path)
+    except cfgmod.ConfigError as e:
+        print(f"{path}: invalid configuration", file=sys.stderr)
+        for err in e.errors:
+            print(f"  {err}", file=sys.stderr)
+        return 1
+    print(f"{path}: OK")
+    print(json.dumps(cfg.routing_table(), indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,482 @@
+"""engines.json -> a typed, validated Config. Everything a request needs is decided here, at load."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+SCHEMA_PATH = Path(__file__).with_name("engines.schema.json")
+
+SELF_HOSTED_TYPES = frozenset({"vllm", "ollama", "llamacpp", "lmstudio", "openai-compatible"})
+COMMERCIAL_TYPES = frozenset({"openai", "anthropic", "gemini", "glm"})
+ROUTE_CLASSES = ("longcontext", "thinking", "background")
+SEARCH_ROUTE = "web_search"
+
+
+class ConfigError(Exception):
+    """A config that cannot be served. Messages name the JSON path; they never contain secret values."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(errors))
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    id: str
+    type: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    timeout_s: float = 600.0
+    connect_timeout_s: float = 5.0
+    self_hosted: bool = True
+    max_concurrency: int | None = None
+
+    def masked(self) -> dict:
+        return {
+            "type": self.type,
+            "baseURL": self.base_url,
+            "apiKey": mask(self.api_key),
+            "headers": {k: "****" for k in self.headers},
+            "selfHosted": self.self_hosted,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    key: str  # "provider.model", as written in engines.json
+    provider: Provider
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    id: str
+    priority: int
+    targets: tuple[Target, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    id: str
+    description: str
+    default: bool
+    google: bool
+    provider_key: str | None = None  # LLM search backend reached via the web_search route
+    type: str | None = None  # API provider type
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str | None = None
+    max_results: int | None = None
+    timeout_s: float | None = None
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    enabled: bool
+    inject_policy: str
+    max_tool_iterations: int
+    loop_wall_clock_s: float
+    max_total_result_bytes: int
+    max_consecutive_errors: int
+
+
+@dataclass(frozen=True, slots=True)
+class WebSearchConfig:
+    enabled: bool
+    engines: tuple[EngineConfig, ...]
+    tool_name: str
+    limits: Limits
+    per_backend: dict[str, Limits]
+    result_char_cap: int
+    max_results: int
+    timeout_s: float
+    cache_ttl_s: float
+    chain_ttl_s: float
+    fallback: bool
+    exec_summary: str
+
+    def limits_for(self, provider_id: str) -> Limits:
+        return self.per_backend.get(provider_id, self.limits)
+
+    @property
+    def default_engine(self) -> EngineConfig | None:
+        for e in self.engines:
+            if e.default:
+                return e
+        return self.engines[0] if len(self.engines) == 1 else None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8787
+    api_keys: tuple[str, ...] = field(default=(), repr=False)
+    max_body_bytes: int = 8 * 1024 * 1024
+    log_level: str = "info"
+    reload_interval_s: float = 1.0
+    shutdown_grace_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class RouterConfig:
+    routes: dict[str, tuple[Pool, ...]]
+    cooldown_s: float
+    retries: int
+    long_context_threshold: int
+    background_patterns: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    path: str | None
+    server: ServerConfig
+    providers: dict[str, Provider]
+    router: RouterConfig
+    web_search: WebSearchConfig
+    model_aliases: dict[str, Any]
+    state: dict
+    responses_ttl_s: float
+    raw_hash: str = ""
+
+    def target(self, key: str) -> Target | None:
+        """Resolve a pinned 'provider.model' (split at the first '.')."""
+        provider_id, sep, model = key.partition(".")
+        provider = self.providers.get(provider_id)
+        if not sep or not model or provider is None:
+            return None
+        return Target(key, provider, model)
+
+    def routing_table(self) -> dict:
+        """The resolved routing, secrets masked: what `searchhub check` prints."""
+        return {
+            "providers": {pid: p.masked() for pid, p in self.providers.items()},
+            "routes": {
+                name: [
+                    {"id": p.id, "priority": p.priority, "targets": [t.key for t in p.targets]}
+                    for p in pools
+                ]
+                for name, pools in self.router.routes.items()
+            },
+            "webSearch": {
+                "enabled": self.web_search.enabled,
+                "injectPolicy": self.web_search.limits.inject_policy,
+                "engines": [
+                    {
+                        "id": e.id,
+                        "kind": "llm" if e.provider_key else e.type,
+                        **({"providerKey": e.provider_key} if e.provider_key else {}),
+                        **({"apiKey": mask(e.api_key)} if e.api_key else {}),
+                        "google": e.google,
+                        "default": e.default,
+                    }
+                    for e in self.web_search.engines
+                ],
+            },
+            "state": {k: (mask_url(v) if k == "url" else v) for k, v in self.state.items()},
+        }
+
+
+def mask(secret: str | None) -> str | None:
+    if not secret:
+        return secret
+    return "****" if len(secret) < 12 else secret[:3] + "****" + secret[-2:]
+
+
+def mask_url(url: str) -> str:
+    return re.sub(r"//([^@/]*)@", "//****@", url)
+
+
+# ---------------------------------------------------------------- env expansion
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def format_path(parts: list[str | int] | tuple) -> str:
+    out = ""
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += ("." if out else "") + str(p)
+    return out or "(root)"
+
+
+def expand_env(node: Any, env: dict[str, str], path: tuple = (), errors: list[str] | None = None) -> Any:
+    """Expand ${VAR} and ${VAR:-default} in every string; missing variables are collected as errors."""
+    if errors is None:
+        errors = []
+    if isinstance(node, str):
+        if "${" not in node:
+            return node
+
+        def sub(m: re.Match) -> str:
+            name, default = m.group(1), m.group(2)
+            value = env.get(name)
+            if value is None or (value == "" and default is not None):
+                if default is not None:
+                    return default
+                errors.append(f"{format_path(path)}: environment variable {name} is not set")
+                return ""
+            return value
+
+        return _VAR.sub(sub, node)
+    if isinstance(node, dict):
+        return {k: expand_env(v, env, (*path, k), errors) for k, v in node.items()}
+    if isinstance(node, list):
+        return [expand_env(v, env, (*path, i), errors) for i, v in enumerate(node)]
+    return node
+
+
+# ---------------------------------------------------------------- loading
+
+
+@cache
+def schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema())
+
+
+def load(path: str | os.PathLike, env: dict[str, str] | None = None) -> Config:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError([f"cannot read {p}: {e.strerror or e}"]) from None
+    return parse(text, env=env, path=str(p))
+
+
+def parse(text: str, env: dict[str, str] | None = None, path: str | None = None) -> Config:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError([f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"]) from None
+    cfg = build(raw, env=os.environ if env is None else env, path=path)
+    object.__setattr__(cfg, "raw_hash", hashlib.sha256(text.encode()).hexdigest()[:12])
+    return cfg
+
+
+def _schema_errors(raw: Any) -> list[str]:
+    errors = []
+    for err in sorted(_validator().iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
+        where = format_path(list(err.absolute_path))
+        if err.validator == "oneOf" and "engines" in err.absolute_path:
+            msg = "an engine needs exactly one of 'providerKey' (LLM search backend) or 'type' (API provider)"
+        elif err.validator == "additionalProperties":
+            msg = err.message.replace(" were unexpected", " not allowed").replace(" was unexpected", " not allowed")
+        elif err.validator in ("enum", "type", "pattern", "required", "minimum", "maximum", "minItems", "const"):
+            # jsonschema echoes the offending value; keep it out in case it is a secret.
+            msg = _describe(err)
+        else:
+            msg = err.message
+        errors.append(f"{where}: {msg}")
+    return errors
+
+
+def _describe(err: jsonschema.ValidationError) -> str:
+    v = err.validator
+    if v == "enum":
+        return "must be one of " + ", ".join(json.dumps(x) for x in err.validator_value)
+    if v == "type":
+        return f"must be of type {err.validator_value}"
+    if v == "pattern":
+        return f"does not match the pattern {err.validator_value}"
+    if v == "required":
+        return err.message
+    if v in ("minimum", "maximum"):
+        return f"must be {'>=' if v == 'minimum' else '<='} {err.validator_value}"
+    if v == "minItems":
+        return f"needs at least {err.validator_value} item(s)"
+    return err.message
+
+
+def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
+    if not isinstance(raw, dict):
+        raise ConfigError(["(root): must be a JSON object"])
+    env_errors: list[str] = []
+    raw = expand_env(raw, dict(env), (), env_errors)
+    errors = env_errors + _schema_errors(raw)
+    if errors:
+        raise ConfigError(errors)
+
+    srv = raw.get("server", {})
+    server = ServerConfig(
+        host=srv.get("host", "127.0.0.1"),
+        port=srv.get("port", 8787),
+        api_keys=tuple(srv.get("apiKeys", ())),
+        max_body_bytes=srv.get("maxBodyBytes", 8 * 1024 * 1024),
+        log_level=srv.get("logLevel", "info"),
+        reload_interval_s=srv.get("reloadIntervalMs", 1000) / 1000,
+        shutdown_grace_s=srv.get("shutdownGraceMs", 30000) / 1000,
+    )
+
+    providers: dict[str, Provider] = {}
+    for pid, p in raw["providers"].items():
+        providers[pid] = Provider(
+            id=pid,
+            type=p["type"],
+            base_url=p["baseURL"].rstrip("/"),
+            api_key=p.get("apiKey") or None,
+            headers=dict(p.get("headers", {})),
+            timeout_s=p.get("timeoutMs", 600000) / 1000,
+            connect_timeout_s=p.get("connectTimeoutMs", 5000) / 1000,
+            self_hosted=p.get("selfHosted", p["type"] in SELF_HOSTED_TYPES),
+            max_concurrency=p.get("maxConcurrency"),
+        )
+
+    vr = raw["virtualrouter"]
+    routes: dict[str, tuple[Pool, ...]] = {}
+    for route, pools in vr["routing"].items():
+        built = []
+        for i, pool in enumerate(pools):
+            targets = []
+            for j, key in enumerate(pool["targets"]):
+                pid, _, model = key.partition(".")
+                if pid not in providers:
+                    errors.append(
+                        f"virtualrouter.routing.{route}[{i}].targets[{j}]: unknown provider '{pid}' "
+                        f"(known: {', '.join(sorted(providers))})"
+                    )
+                    continue
+                targets.append(Target(key, providers[pid], model))
+            built.append(Pool(pool.get("id", f"{route}-{i}"), pool.get("priority", 100), tuple(targets)))
+        # Stable sort: equal priorities keep file order.
+        routes[route] = tuple(sorted(built, key=lambda p: -p.priority))
+    router = RouterConfig(
+        routes=routes,
+        cooldown_s=vr.get("cooldownMs", 30000) / 1000,
+        retries=vr.get("retries", 1),
+        long_context_threshold=vr.get("longContextThresholdTokens", 60000),
+        background_patterns=tuple(s.lower() for s in vr.get("backgroundModelPatterns", ["haiku"])),
+    )
+
+    web_search = _build_web_search(raw.get("webSearch", {}), providers, routes, errors)
+
+    aliases = raw.get("modelAliases", {})
+    state = dict(raw.get("state", {"backend": "memory"}))
+    state.setdefault("backend", "memory")
+    if errors:
+        raise ConfigError(errors)
+    return Config(
+        path=path,
+        server=server,
+        providers=providers,
+        router=router,
+        web_search=web_search,
+        model_aliases=aliases,
+        state=state,
+        responses_ttl_s=raw.get("responses", {}).get("storeTtlMs", 86400000) / 1000,
+    )
+
+
+def _limits(d: dict, base: Limits | None) -> Limits:
+    def get(key: str, attr: str, default: Any, scale: float = 1) -> Any:
+        if key in d:
+            return d[key] / scale if scale != 1 else d[key]
+        return getattr(base, attr) if base else default
+
+    return Limits(
+        enabled=get("enabled", "enabled", True),
+        inject_policy=get("injectPolicy", "inject_policy", "selective"),
+        max_tool_iterations=get("maxToolIterations", "max_tool_iterations", 5),
+        loop_wall_clock_s=get("loopWallClockMs", "loop_wall_clock_s", 60.0, 1000),
+        max_total_result_bytes=get("maxTotalResultBytes", "max_total_result_bytes", 32768),
+        max_consecutive_errors=get("maxConsecutiveErrors", "max_consecutive_errors", 2),
+    )
+
+
+def _build_web_search(
+    ws: dict, providers: dict[str, Provider], routes: dict[str, tuple[Pool, ...]], errors: list[str]
+) -> WebSearchConfig:
+    search_targets = {t.key for pool in routes.get(SEARCH_ROUTE, ()) for t in pool.targets}
+    engines: list[EngineConfig] = []
+    seen: set[str] = set()
+    defaults = 0
+    for i, e in enumerate(ws.get("engines", [])):
+        where = f"webSearch.engines[{i}]"
+        if e["id"] in seen:
+            errors.append(f"{where}.id: duplicate engine id '{e['id']}'")
+        seen.add(e["id"])
+        defaults += bool(e.get("default"))
+        pk = e.get("providerKey")
+        google = e.get("google")
+        if pk:
+            if pk not in search_targets:
+                errors.append(
+                    f"{where}.providerKey: engine '{e['id']}' names '{pk}', which is not a target of "
+                    f"virtualrouter.routing.{SEARCH_ROUTE}"
+                )
+                continue
+            ptype = providers[pk.partition(".")[0]].type
+            if ptype not in ("glm", "gemini"):
+                errors.append(
+                    f"{where}.providerKey: engine '{e['id']}' needs a provider of type glm or gemini "
+                    f"(search-capable model), got '{ptype}'"
+                )
+                continue
+            if google is None:
+                google = ptype == "gemini"
+        else:
+            if e["type"] == "searxng" and not e.get("baseURL"):
+                errors.append(f"{where}.baseURL: a searxng engine needs the URL of its instance")
+            if e["type"] != "searxng" and not e.get("apiKey"):
+                errors.append(f"{where}.apiKey: engine '{e['id']}' of type {e['type']} needs an apiKey")
+            if google is None:
+                google = e["type"] == "serper"
+        if "google" in e["id"].lower() and e.get("google") is None:
+            google = True
+        engines.append(
+            EngineConfig(
+                id=e["id"],
+                description=e.get("description", ""),
+                default=bool(e.get("default")),
+                google=bool(google),
+                provider_key=pk,
+                type=e.get("type"),
+                api_key=e.get("apiKey") or None,
+                base_url=e["baseURL"].rstrip("/") if e.get("baseURL") else None,
+                max_results=e.get("maxResults"),
+                timeout_s=e["timeoutMs"] / 1000 if "timeoutMs" in e else None,
+                options=dict(e.get("options", {})),
+            )
+        )
+    if defaults > 1:
+        errors.append("webSearch.engines: at most one engine may be the default")
+    limits = _limits(ws, None)
+    per_backend = {}
+    for pid, override in ws.get("perBackend", {}).items():
+        if pid not in providers:
+            errors.append(f"webSearch.perBackend.{pid}: unknown provider '{pid}'")
+            continue
+        per_backend[pid] = _limits(override, limits)
+    return WebSearchConfig(
+        enabled=ws.get("enabled", True),
+        engines=tuple(engines),
+        tool_name=ws.get("toolName", "web_search"),
+        limits=limits,
+        per_backend=per_backend,
+        result_char_cap=ws.get("resultCharCap", 4000),
+        max_results=ws.get("maxResults", 5),
+        timeout_s=ws.get("timeoutMs", 8000) / 1000,
+        cache_ttl_s=ws.get("cacheTtlMs", 600000) / 1000,
+        chain_ttl_s=ws.get("chainTtlMs", 3600000) / 1000,
+        fallback=ws.get("fallback", False),
+        exec_summary=ws.get("execSummary", "digest"),
+    )
+
+
+def config_path(cli_value: str | None) -> str:
+    return cli_value or os.environ.get("SEARCHHUB_CONFIG") or "engines.json"

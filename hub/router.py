@@ -1,0 +1,128 @@
+"""The virtual router: model name -> route -> ordered candidate targets, with cooldown."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+from .config import SEARCH_ROUTE, Config, Pool, Target
+
+
+class UnknownTarget(Exception):
+    """A pinned 'provider.model' whose provider is not configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    route: str  # the route name, or "pinned"
+    candidates: tuple[Target, ...]
+    pinned: bool = False
+
+
+class Cooldowns:
+    """Targets that failed recently. Survives config reloads (keyed by target key)."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, tuple[float, str]] = {}
+
+    def cool(self, key: str, seconds: float, reason: str) -> None:
+        if seconds > 0:
+            self._until[key] = (time.monotonic() + seconds, reason)
+
+    def clear(self, key: str) -> None:
+        self._until.pop(key, None)
+
+    def remaining(self, key: str) -> float:
+        item = self._until.get(key)
+        if item is None:
+            return 0.0
+        left = item[0] - time.monotonic()
+        if left <= 0:
+            del self._until[key]
+            return 0.0
+        return left
+
+    def snapshot(self) -> dict[str, dict]:
+        now = time.monotonic()
+        return {k: {"seconds": round(u - now, 1), "reason": r} for k, (u, r) in self._until.items() if u > now}
+
+
+class Router:
+    """Built once per config; a request only looks things up."""
+
+    def __init__(self, config: Config, cooldowns: Cooldowns) -> None:
+        self.config = config
+        self.cooldowns = cooldowns
+        self._routes = config.router.routes
+        # Per-pool round-robin counters: targets in a pool rotate.
+        self._turn = {id(pool): itertools.count() for pools in self._routes.values() for pool in pools}
+
+    def route_for(self, model: str | None, *, prompt_tokens: int = 0, thinking: bool = False) -> str:
+        """Which route serves a client model name (pins are handled by resolve)."""
+        routes = self._routes
+        name = (model or "").strip()
+        if name in routes and name != SEARCH_ROUTE:
+            return name
+        if "longcontext" in routes and prompt_tokens > self.config.router.long_context_threshold:
+            return "longcontext"
+        if "thinking" in routes and thinking:
+            return "thinking"
+        if "background" in routes:
+            low = name.lower()
+            if any(p in low for p in self.config.router.background_patterns):
+                return "background"
+        return "default"
+
+    def resolve(self, model: str | None, *, prompt_tokens: int = 0, thinking: bool = False) -> Resolution:
+        name = (model or "").strip()
+        if name and name not in self._routes and "." in name:
+            provider_id = name.partition(".")[0]
+            if provider_id in self.config.providers:
+                target = self.config.target(name)
+                if target is None:
+                    raise UnknownTarget(name)
+                return Resolution("pinned", (target,), pinned=True)
+        route = self.route_for(name, prompt_tokens=prompt_tokens, thinking=thinking)
+        return Resolution(route, self.candidates(route))
+
+    def candidates(self, route: str, prefer: str | None = None) -> tuple[Target, ...]:
+        """Targets in the order to try them: pools by priority, rotating inside a pool,
+        cooling targets last (better a likely failure than a certain 503)."""
+        ready: list[Target] = []
+        cooling: list[tuple[float, Target]] = []
+        for pool in self._routes.get(route, ()):
+            for t in self._rotated(pool):
+                left = self.cooldowns.remaining(t.key)
+                if left:
+                    cooling.append((left, t))
+                else:
+                    ready.append(t)
+        ordered = ready + [t for _, t in sorted(cooling, key=lambda x: x[0])]
+        if prefer:
+            ordered.sort(key=lambda t: t.key != prefer)
+        return tuple(ordered)
+
+    def _rotated(self, pool: Pool) -> tuple[Target, ...]:
+        ts = pool.targets
+        if len(ts) < 2:
+            return ts
+        k = next(self._turn[id(pool)]) % len(ts)
+        return ts[k:] + ts[:k]
+
+    def cool(self, target: Target, reason: str) -> None:
+        self.cooldowns.cool(target.key, self.config.router.cooldown_s, reason)
+
+    def models(self) -> list[str]:
+        """Route names and pinned targets, for GET /v1/models."""
+        names = [r for r in self._routes if r != SEARCH_ROUTE]
+        seen = set(names)
+        for route, pools in self._routes.items():
+            if route == SEARCH_ROUTE:
+                continue
+            for pool in pools:
+                for t in pool.targets:
+                    if t.key not in seen:
+                        seen.add(t.key)
+                        names.append(t.key)
+        return names
