@@ -1,0 +1,50 @@
+"""Errors the gateway answers with. Protocol encoders (routes/) shape them as OpenAI or Anthropic errors."""
+
+from __future__ import annotations
+
+
+class GatewayError(Exception):
+    """An error with an HTTP status. `message` is safe to show to the client (no secrets)."""
+
+    status = 500
+    type = "server_error"
+
+    def __init__(
+        self, message: str, *, status: int | None = None, param: str | None = None, code: str | None = None,
+        type: str | None = None, headers: dict[str, str] | None = None, detail: dict | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if status is not None:
+            self.status = status
+        if type is not None:
+            self.type = type
+        self.param = param
+        self.code = code
+        self.headers = headers or {}
+        self.detail = detail  # extra JSON-safe fields (e.g. the failover attempts)
+
+
+class BadRequest(GatewayError):
+    status = 400
+    type = "invalid_request_error"
+
+
+class Unauthorized(GatewayError):
+    status = 401
+    type = "authentication_error"
+
+
+class NotFound(GatewayError):
+    status = 404
+    type = "not_found_error"
+
+
+class PayloadTooLarge(GatewayError):
+    status = 413
+    type = "invalid_request_error"
+
+
+class Unavailable(GatewayError):
+    status = 503
+    type = "server_error"

@@ -1,0 +1,80 @@
+"""What the hub pipeline hands to the protocol encoders besides OpenAI chat chunks.
+
+The internal form is OpenAI Chat Completions: requests are chat request dicts, streams are
+`chat.completion.chunk` dicts. Server-side search activity, which chat cannot express, travels
+beside the chunks as these events, so the Responses and Messages encoders can show it as
+`web_search_call` items or `server_tool_use` / `web_search_tool_result` blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .search.base import SearchResult
+
+
+@dataclass(slots=True)
+class SearchCall:
+    """One server-side search. `id` is stable for the life of the call (the model's tool-call id)."""
+
+    id: str
+    query: str
+    engine: str | None = None
+    result: SearchResult | None = None  # None while running
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None and self.result.ok
+
+
+@dataclass(slots=True)
+class SearchStarted:
+    call: SearchCall
+
+
+@dataclass(slots=True)
+class SearchFinished:
+    call: SearchCall
+
+
+@dataclass(slots=True)
+class Keepalive:
+    """Nothing to say yet (searches running): encoders emit an SSE comment / ping."""
+
+
+@dataclass(slots=True)
+class HostedSearch:
+    """The client offered a provider-hosted search tool (Responses `web_search`, Anthropic
+    `web_search_20250305`): the gateway runs the search loop itself and shows the searches."""
+
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+    max_uses: int | None = None
+    user_location: dict | None = None
+    context_size: str | None = None  # low | medium | high -> result count
+
+
+@dataclass(slots=True)
+class Options:
+    """Per-request knobs the protocol endpoints pass to the pipeline."""
+
+    stream: bool = False
+    force_search: bool | None = None  # True/False: client override; None: policy decides
+    hosted: HostedSearch | None = None
+    chain_id: str | None = None  # client-supplied (x-searchhub-chain)
+    client_key: str = ""  # identifies the caller for chain hashing (never logged)
+    request_id: str = ""
+    endpoint: str = "chat"  # chat | responses | messages
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """A non-streaming pipeline result: the final chat completion (usage summed over rounds,
+    `message.annotations` with url_citations) and the searches that ran, in order."""
+
+    response: dict
+    searches: list[SearchCall] = field(default_factory=list)
+    target: str = ""
