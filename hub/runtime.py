@@ -1,0 +1,121 @@
+"""The running gateway: one Runtime per loaded config, swapped atomically on reload."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+import httpx
+
+from . import config as cfgmod
+from . import metrics
+from .backends.http import Gate, make_client
+from .dispatch import Dispatcher
+from .router import Cooldowns, Router
+from .store import Store, open_store
+
+log = logging.getLogger("searchhub.runtime")
+
+
+@dataclass
+class Shared:
+    """What outlives a config reload: connections, cooldowns, in-flight counts, the state store."""
+
+    client: httpx.AsyncClient
+    store: Store
+    cooldowns: Cooldowns = field(default_factory=Cooldowns)
+    gate: Gate = field(default_factory=Gate)
+
+
+class Runtime:
+    """Everything built from one config. A request takes a reference at its start and finishes on it,
+    even if a reload swaps in a new one meanwhile."""
+
+    def __init__(self, config: cfgmod.Config, shared: Shared) -> None:
+        from .pipeline import Pipeline
+        from .search.service import SearchService
+
+        self.config = config
+        self.shared = shared
+        self.client = shared.client
+        self.store = shared.store
+        self.router = Router(config, shared.cooldowns)
+        self.dispatcher = Dispatcher(shared.client, self.router, shared.gate)
+        self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store)
+        self.pipeline = Pipeline(self)
+
+
+class Gateway:
+    """Holds the current Runtime and watches engines.json for changes."""
+
+    def __init__(self, config_path: str, config: cfgmod.Config | None = None) -> None:
+        self.config_path = config_path
+        self._initial = config
+        self.runtime: Runtime | None = None
+        self.loaded_at: float = 0.0
+        self.last_reload_error: str | None = None
+        self.last_reload_attempt: float | None = None
+        self._stamp: tuple | None = None
+        self._watch_task: asyncio.Task | None = None
+        self.draining = False
+
+    def _file_stamp(self) -> tuple | None:
+        try:
+            st = os.stat(self.config_path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    async def start(self) -> None:
+        config = self._initial or cfgmod.load(self.config_path)
+        self._stamp = self._file_stamp()
+        shared = Shared(client=make_client(), store=open_store(config.state))
+        self.runtime = Runtime(config, shared)
+        self.loaded_at = time.time()
+        self._watch_task = asyncio.create_task(self._watch())
+
+    async def stop(self) -> None:
+        if self._watch_task:
+            self._watch_task.cancel()
+        if self.runtime:
+            await self.runtime.shared.client.aclose()
+            await self.runtime.shared.store.close()
+
+    async def _watch(self) -> None:
+        while True:
+            assert self.runtime is not None
+            await asyncio.sleep(self.runtime.config.server.reload_interval_s)
+            stamp = self._file_stamp()
+            if stamp is None or stamp == self._stamp:
+                continue
+            self._stamp = stamp
+            self.reload()
+
+    def reload(self) -> bool:
+        """Load the file again; swap it in if valid, else keep serving the previous config."""
+        assert self.runtime is not None
+        self.last_reload_attempt = time.time()
+        try:
+            config = cfgmod.load(self.config_path)
+            if config.state != self.runtime.config.state:
+                log.warning("the 'state' section changed; it takes effect at the next restart")
+            runtime = Runtime(config, self.runtime.shared)
+        except cfgmod.ConfigError as e:
+            self.last_reload_error = str(e)
+            metrics.CONFIG_RELOADS.labels("rejected").inc()
+            log.error("config reload rejected, still serving the previous config: %s", e)
+            return False
+        except Exception as e:  # a bug in building must not take the gateway down either
+            self.last_reload_error = f"{type(e).__name__}: {e}"
+            metrics.CONFIG_RELOADS.labels("rejected").inc()
+            log.exception("config reload failed, still serving the previous config")
+            return False
+        self.runtime = runtime  # one reference assignment: atomic for every request that starts after it
+        self.loaded_at = time.time()
+        self.last_reload_error = None
+        metrics.CONFIG_RELOADS.labels("ok").inc()
+        log.info("config reloaded (%s)", config.raw_hash)
+        return True

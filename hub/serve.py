@@ -1,0 +1,93 @@
+"""`searchhub serve`: logging, config check, uvicorn."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+
+from . import config as cfgmod
+
+_CONFIG_ENV = "SEARCHHUB_CONFIG"
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, with the request and chain ids. Bodies and keys are never logged."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+            "request_id": getattr(record, "request_id", "-"),
+        }
+        chain = getattr(record, "chain_id", "-")
+        if chain != "-":
+            entry["chain_id"] = chain
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def setup_logging(level: str) -> None:
+    from routes.common import RequestContextFilter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    handler.addFilter(RequestContextFilter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for name in ("uvicorn", "uvicorn.error"):
+        lg = logging.getLogger(name)
+        lg.handlers[:] = []
+        lg.propagate = True
+    logging.getLogger("uvicorn.access").disabled = True  # our middleware logs with request ids instead
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def app_factory():
+    """Uvicorn worker entry point (`--workers N` needs an importable factory)."""
+    from routes.app import create_app
+
+    path = os.environ.get(_CONFIG_ENV, "engines.json")
+    cfg = cfgmod.load(path)
+    setup_logging(cfg.server.log_level)
+    return create_app(path, cfg)
+
+
+def serve(path: str, *, host: str | None = None, port: int | None = None, workers: int = 1) -> int:
+    import uvicorn
+
+    try:
+        cfg = cfgmod.load(path)
+    except cfgmod.ConfigError as e:
+        print(f"{path}: invalid configuration", file=sys.stderr)
+        for err in e.errors:
+            print(f"  {err}", file=sys.stderr)
+        return 1
+    setup_logging(cfg.server.log_level)
+    os.environ[_CONFIG_ENV] = os.path.abspath(path)
+    host = host or cfg.server.host
+    port = cfg.server.port if port is None else port
+    if workers > 1 and cfg.state.get("backend") != "redis":
+        logging.getLogger("searchhub").warning(
+            "--workers %d with the memory state store: chains, stored responses and the search cache are "
+            "per worker; configure state.backend=redis to share them", workers)
+    logging.getLogger("searchhub").info("searchhub listening on http://%s:%d (config %s)", host, port, path)
+    uvicorn.run(
+        "hub.serve:app_factory",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers if workers > 1 else None,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=cfg.server.shutdown_grace_s,
+        timeout_keep_alive=30,
+        server_header=False,
+    )
+    return 0

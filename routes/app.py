@@ -1,0 +1,201 @@
+"""The Starlette application: wires endpoints, middleware and the gateway lifecycle."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hub import config as cfgmod
+from hub import metrics
+from hub.runtime import Gateway
+
+from . import chat
+from .common import authorized, new_request_id, request_id_var, runtime
+
+log = logging.getLogger("searchhub.http")
+_OPEN_PATHS = frozenset({"/health", "/metrics"})
+
+
+def _is_anthropic_path(path: str) -> bool:
+    return path.startswith("/anthropic/") or path.startswith("/v1/messages")
+
+
+class GatewayMiddleware:
+    """Request id on every response and log line, gateway auth, request metrics. Plain ASGI: a
+    BaseHTTPMiddleware would cost more per request than the rest of the relay."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = None
+        for k, v in scope["headers"]:
+            if k == b"x-request-id":
+                rid = v.decode("latin-1")[:128]
+                break
+        rid = rid or new_request_id()
+        token = request_id_var.set(rid)
+        rid_header = (b"x-request-id", rid.encode("latin-1"))
+        path = scope["path"]
+        started = time.perf_counter()
+        status_box = [0]
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status_box[0] = message["status"]
+                message["headers"] = [*message.get("headers", []), rid_header]
+            await send(message)
+
+        try:
+            gateway: Gateway = scope["app"].state.gateway
+            keys = gateway.runtime.config.server.api_keys if gateway.runtime else ()
+            if keys and path not in _OPEN_PATHS:
+                headers = _Headers(scope["headers"])
+                if not authorized(headers, keys):
+                    await _unauthorized(path, send_with_id)
+                    return
+            if gateway.draining and path not in _OPEN_PATHS:
+                resp = JSONResponse({"error": {"message": "gateway is shutting down", "type": "server_error",
+                                               "param": None, "code": "shutting_down"}}, status_code=503)
+                await resp(scope, receive, send_with_id)
+                return
+            await self.app(scope, receive, send_with_id)
+        finally:
+            if path.startswith("/v1/") or path.startswith("/anthropic/"):
+                endpoint = path.rsplit("/", 1)[-1] if not path.startswith("/v1/responses/") else "responses/{id}"
+                metrics.REQUESTS.labels(endpoint, str(status_box[0])).inc()
+                metrics.REQUEST_LATENCY.labels(endpoint).observe(time.perf_counter() - started)
+            request_id_var.reset(token)
+
+
+class _Headers:
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self._d = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self._d.get(key, default)
+
+
+async def _unauthorized(path: str, send: Send) -> None:
+    if _is_anthropic_path(path):
+        body = {"type": "error", "error": {"type": "authentication_error", "message": "invalid or missing API key"}}
+    else:
+        body = {"error": {"message": "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key')",
+                          "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}
+    payload = msgspec.json.encode(body)
+    await send({"type": "http.response.start", "status": 401, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
+        (b"www-authenticate", b"Bearer")]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def health(request: Request) -> Response:
+    gw: Gateway = request.app.state.gateway
+    rt = runtime(request)
+    cfg = rt.config
+    return JSONResponse({
+        "status": "ok" if not gw.draining else "draining",
+        "config": {
+            "path": cfg.path,
+            "hash": cfg.raw_hash,
+            "loadedAt": gw.loaded_at,
+            "lastReloadAttempt": gw.last_reload_attempt,
+            "lastReloadError": gw.last_reload_error,
+        },
+        "routes": {name: [t.key for p in pools for t in p.targets] for name, pools in cfg.router.routes.items()},
+        "providers": {pid: {"type": p.type, "selfHosted": p.self_hosted} for pid, p in cfg.providers.items()},
+        "cooldowns": rt.router.cooldowns.snapshot(),
+        "inFlight": rt.shared.gate.snapshot(),
+        "state": rt.store.health(),
+    })
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    health_state = runtime(request).store.health()
+    metrics.STATE_DEGRADED.set(1 if health_state.get("degraded") else 0)
+    return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+async def models(request: Request) -> Response:
+    rt = runtime(request)
+    if request.headers.get("anthropic-version"):
+        with contextlib.suppress(ImportError):
+            from .messages import anthropic_models
+
+            return JSONResponse(anthropic_models(rt))
+    now = int(request.app.state.gateway.loaded_at)
+    data = [{"id": name, "object": "model", "created": now, "owned_by": "searchhub"} for name in rt.router.models()]
+    return JSONResponse({"object": "list", "data": data})
+
+
+def _error_body(path: str, status: int, etype: str, message: str) -> dict:
+    if _is_anthropic_path(path):
+        return {"type": "error", "error": {"type": etype, "message": message}}
+    return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error",
+                      "param": None, "code": None}}
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    status = getattr(exc, "status_code", 404)
+    if status == 405:
+        msg = f"method {request.method} not allowed on {request.url.path}"
+    else:
+        msg = f"no such endpoint: {request.method} {request.url.path}"
+    etype = "not_found_error" if status == 404 else "invalid_request_error"
+    return JSONResponse(_error_body(request.url.path, status, etype, msg), status_code=status)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error")
+    return JSONResponse(_error_body(request.url.path, 500, "api_error", "internal error"), status_code=500)
+
+
+def _optional_routes(module: str) -> list[Route]:
+    """Protocol modules plug in by exporting `routes`."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(f"routes.{module}")
+    except ImportError as e:
+        if e.name == f"routes.{module}":
+            return []
+        raise
+    return list(getattr(mod, "routes", []))
+
+
+def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlette:
+    gateway = Gateway(config_path, config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gateway.start()
+        try:
+            yield
+        finally:
+            await gateway.stop()
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        *chat.routes,
+        *_optional_routes("responses"),
+        *_optional_routes("messages"),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
+        404: _http_error, 405: _http_error, Exception: _internal_error})
+    app.state.gateway = gateway
+    app.add_middleware(GatewayMiddleware)
+    return app

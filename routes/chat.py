@@ -1,0 +1,110 @@
+"""POST /v1/chat/completions: decode, run the pipeline, encode (JSON or SSE)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from hub.errors import BadRequest
+
+from .common import cancel_on_disconnect, openai_error, openai_stream_error, options, read_json, runtime
+
+log = logging.getLogger("searchhub.chat")
+_encode = msgspec.json.encode
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+def validate(body: dict) -> None:
+    """The checks a backend would otherwise answer with a confusing error. Cheap: no schema engine."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise BadRequest("'model' is required and must be a non-empty string", param="model")
+    messages = body.get("messages")
+    if messages is None:
+        raise BadRequest("'messages' is required", param="messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty array", param="messages")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise BadRequest(f"messages[{i}] must be an object", param=f"messages[{i}]")
+        role = m.get("role")
+        if role not in _ROLES:
+            raise BadRequest(f"messages[{i}].role must be one of {sorted(_ROLES)}", param=f"messages[{i}].role")
+        content = m.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise BadRequest(f"messages[{i}].content must be a string or an array", param=f"messages[{i}].content")
+        if role == "tool" and not isinstance(m.get("tool_call_id"), str):
+            raise BadRequest(f"messages[{i}].tool_call_id is required for tool messages",
+                             param=f"messages[{i}].tool_call_id")
+    for key in ("tools", "stop"):
+        v = body.get(key)
+        if key == "tools" and v is not None:
+            if not isinstance(v, list) or not all(isinstance(t, dict) for t in v):
+                raise BadRequest("'tools' must be an array of tool objects", param="tools")
+    if "stream" in body and not isinstance(body["stream"], bool):
+        raise BadRequest("'stream' must be a boolean", param="stream")
+    so = body.get("stream_options")
+    if so is not None and not isinstance(so, dict):
+        raise BadRequest("'stream_options' must be an object", param="stream_options")
+
+
+async def chat_completions(request: Request) -> Response:
+    try:
+        rt = runtime(request)
+        body = await read_json(request, rt.config.server.max_body_bytes)
+        validate(body)
+        stream = bool(body.get("stream"))
+        opts = options(request, body, stream=stream, endpoint="chat")
+        if stream:
+            items = await rt.pipeline.stream(body, opts)
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(encode_stream(items, include_usage), media_type="text/event-stream",
+                                     headers=SSE_HEADERS)
+        outcome = await cancel_on_disconnect(request, rt.pipeline.complete(body, opts))
+        return Response(_encode(outcome.response), media_type="application/json")
+    except Exception as e:  # every failure answers in OpenAI's error shape
+        if not _expected(e):
+            log.exception("chat completion failed")
+        return openai_error(e)
+
+
+def _expected(e: Exception) -> bool:
+    from hub.backends.http import AllTargetsFailed, UpstreamError
+    from hub.errors import GatewayError
+    from hub.router import UnknownTarget
+
+    return isinstance(e, GatewayError | AllTargetsFailed | UpstreamError | UnknownTarget)
+
+
+async def encode_stream(items: AsyncIterator, include_usage: bool) -> AsyncIterator[bytes]:
+    try:
+        async for item in items:
+            if isinstance(item, dict):
+                if not item.get("choices") and "usage" in item and not include_usage:
+                    continue
+                if not include_usage and "usage" in item:
+                    item = {k: v for k, v in item.items() if k != "usage"}
+                yield b"data: " + _encode(item) + b"\n\n"
+            elif type(item).__name__ == "Keepalive":
+                yield b": keepalive\n\n"
+    except Exception as e:
+        if not _expected(e):
+            log.exception("stream failed")
+        else:
+            log.warning("stream broke: %s", e)
+        yield openai_stream_error(e)
+        return
+    finally:
+        aclose = getattr(items, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    yield b"data: [DONE]\n\n"
+
+
+routes = [Route("/v1/chat/completions", chat_completions, methods=["POST"])]

@@ -1,0 +1,190 @@
+"""Shared HTTP plumbing: body decoding, protocol-shaped errors, auth, request ids, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hmac
+import logging
+import secrets
+from collections.abc import Awaitable
+from typing import TypeVar
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from hub.backends.http import AllTargetsFailed, UpstreamError
+from hub.errors import BadRequest, GatewayError, PayloadTooLarge
+from hub.events import Options
+from hub.router import UnknownTarget
+from hub.runtime import Runtime
+
+T = TypeVar("T")
+request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+chain_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("chain_id", default="-")
+_decode = msgspec.json.decode
+_encode = msgspec.json.encode
+
+
+class RequestContextFilter(logging.Filter):
+    """Puts the request id and chain id on every log record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id_var.get()
+        record.chain_id = chain_id_var.get()
+        return True
+
+
+def runtime(request: Request) -> Runtime:
+    rt = request.app.state.gateway.runtime
+    assert rt is not None
+    return rt
+
+
+def new_request_id() -> str:
+    return "req_" + secrets.token_hex(12)
+
+
+async def read_json(request: Request, max_bytes: int) -> dict:
+    """The body as a JSON object, or a 400/413 that says what is wrong."""
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > max_bytes:
+        raise PayloadTooLarge(f"request body is {length} bytes; the limit is {max_bytes}", code="request_too_large")
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise PayloadTooLarge(f"request body exceeds the limit of {max_bytes} bytes", code="request_too_large")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        raise BadRequest("request body is empty; expected a JSON object")
+    try:
+        body = _decode(raw)
+    except msgspec.DecodeError as e:
+        raise BadRequest(f"request body is not valid JSON: {e}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("request body must be a JSON object")
+    return body
+
+
+def search_override(body: dict, headers) -> bool | None:
+    """`"web_search": true|false` in the body or `x-searchhub-web-search: on|off` forces or disables search."""
+    v = body.get("web_search")
+    if isinstance(v, bool):
+        return v
+    h = headers.get("x-searchhub-web-search")
+    if h:
+        h = h.strip().lower()
+        if h in ("on", "true", "1", "yes"):
+            return True
+        if h in ("off", "false", "0", "no"):
+            return False
+    return None
+
+
+def client_key(request: Request) -> str:
+    """Who is calling, for chain identity: the presented key (hashed later, never logged)."""
+    auth = request.headers.get("authorization", "")
+    return request.headers.get("x-api-key") or auth.removeprefix("Bearer ").strip()
+
+
+def options(request: Request, body: dict, *, stream: bool, endpoint: str) -> Options:
+    return Options(
+        stream=stream,
+        force_search=search_override(body, request.headers),
+        chain_id=request.headers.get("x-searchhub-chain") or None,
+        client_key=client_key(request),
+        request_id=request_id_var.get(),
+        endpoint=endpoint,
+    )
+
+
+def authorized(headers, keys: tuple[str, ...]) -> bool:
+    if not keys:
+        return True
+    presented = headers.get("x-api-key")
+    if presented is None:
+        auth = headers.get("authorization", "")
+        if auth[:7].lower() == "bearer ":
+            presented = auth[7:].strip()
+    if not presented:
+        return False
+    ok = False
+    for k in keys:  # compare against every key so timing says nothing about which matched
+        ok |= hmac.compare_digest(presented.encode(), k.encode())
+    return ok
+
+
+# ---------------------------------------------------------------- errors
+
+
+def as_gateway_error(exc: Exception) -> GatewayError:
+    """Map anything the pipeline raises to a client-safe GatewayError."""
+    if isinstance(exc, GatewayError):
+        return exc
+    if isinstance(exc, UnknownTarget):
+        return GatewayError(f"unknown pinned model '{exc}'", status=404, type="invalid_request_error",
+                            code="model_not_found", param="model")
+    if isinstance(exc, AllTargetsFailed):
+        status = exc.status
+        return GatewayError(
+            f"all upstream targets of route '{exc.route}' failed: "
+            + "; ".join(f"{a.target}: {a.reason}" for a in exc.attempts),
+            status=status,
+            type="server_error",
+            code="upstream_unavailable",
+            headers={"retry-after": "5"} if status == 503 else {},
+            detail={"attempts": [a.as_dict() for a in exc.attempts]},
+        )
+    if isinstance(exc, UpstreamError):
+        return GatewayError(exc.reason, status=exc.status or 502, type="server_error", code="upstream_error")
+    return GatewayError("internal error", status=500, type="server_error")
+
+
+def upstream_client_error(exc: UpstreamError) -> Response | None:
+    """A 4xx the backend gave for the client's request is the client's: return it as it is."""
+    if exc.status and 400 <= exc.status < 500 and not exc.retryable and exc.body:
+        return Response(exc.body, status_code=exc.status, media_type="application/json")
+    return None
+
+
+def openai_error(exc: Exception) -> Response:
+    if isinstance(exc, UpstreamError) and (resp := upstream_client_error(exc)) is not None:
+        return resp
+    err = as_gateway_error(exc)
+    payload: dict = {"error": {"message": err.message, "type": err.type if err.type != "not_found_error"
+                               else "invalid_request_error", "param": err.param, "code": err.code}}
+    if err.detail:
+        payload["error"].update(err.detail)
+    headers = dict(err.headers)
+    if err.status < 500 and err.status not in (408, 409, 429):
+        headers["x-should-retry"] = "false"
+    return JSONResponse(payload, status_code=err.status, headers=headers)
+
+
+def openai_stream_error(exc: Exception) -> bytes:
+    err = as_gateway_error(exc)
+    return b"data: " + _encode({"error": {"message": err.message, "type": "server_error", "param": None,
+                                          "code": err.code}}) + b"\n\n"
+
+
+async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
+    """Run work, cancelling it (and so the upstream call) if the client goes away first."""
+    task = asyncio.ensure_future(work)
+    receive = request.receive
+
+    async def watch() -> None:
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                task.cancel()
+                return
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        return await task
+    finally:
+        watcher.cancel()

@@ -1,0 +1,94 @@
+"""Shared fixtures: fake backends on loopback and the real gateway started over HTTP."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from routes.app import create_app
+
+from .fakes.model import FakeModel
+from .fakes.server import ServerThread
+
+
+@pytest.fixture(scope="session")
+def _fake_model_server() -> Iterator[FakeModel]:
+    m = FakeModel("a").start()
+    yield m
+    m.stop()
+
+
+@pytest.fixture
+def fake_model(_fake_model_server: FakeModel) -> FakeModel:
+    _fake_model_server.reset()
+    return _fake_model_server
+
+
+@pytest.fixture(scope="session")
+def _fake_model_b_server() -> Iterator[FakeModel]:
+    m = FakeModel("b").start()
+    yield m
+    m.stop()
+
+
+@pytest.fixture
+def fake_model_b(_fake_model_b_server: FakeModel) -> FakeModel:
+    _fake_model_b_server.reset()
+    return _fake_model_b_server
+
+
+def base_config(model_url: str, **overrides) -> dict:
+    """A minimal engines.json: one self-hosted provider 'local' serving model 'm' on the default route."""
+    cfg = {
+        "providers": {"local": {"type": "vllm", "baseURL": model_url}},
+        "virtualrouter": {"routing": {"default": [{"id": "p", "priority": 100, "targets": ["local.m"]}]},
+                          "cooldownMs": 30000, "retries": 0},
+        "server": {"reloadIntervalMs": 100},
+    }
+    for k, v in overrides.items():
+        cfg[k] = v
+    return cfg
+
+
+class GatewayHandle:
+    def __init__(self, path: Path, server: ServerThread) -> None:
+        self.path = path
+        self.server = server
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def gateway(self):
+        return self.server.app.state.gateway
+
+    def write_config(self, cfg: dict | str) -> None:
+        text = cfg if isinstance(cfg, str) else json.dumps(cfg)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(self.path)  # atomic, like editors that save by rename
+
+    def client(self, **kw) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=30, **kw)
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Iterator:
+    started: list[ServerThread] = []
+
+    def start(cfg: dict, name: str = "engines.json") -> GatewayHandle:
+        path = tmp_path / name
+        path.write_text(json.dumps(copy.deepcopy(cfg)))
+        server = ServerThread(create_app(str(path))).start()
+        started.append(server)
+        return GatewayHandle(path, server)
+
+    yield start
+    for s in started:
+        s.stop()

@@ -1,0 +1,43 @@
+"""Run an ASGI app under uvicorn in a background thread on a free loopback port."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import uvicorn
+
+
+class ServerThread:
+    def __init__(self, app, host: str = "127.0.0.1") -> None:
+        self.app = app
+        self.host = host
+        self.port = 0
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> ServerThread:
+        config = uvicorn.Config(self.app, host=self.host, port=0, log_level="warning", lifespan="on",
+                                loop="asyncio", timeout_graceful_shutdown=2)
+        self._server = uvicorn.Server(config)
+        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._server.serve()), daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 15
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("server failed to start")
+            time.sleep(0.01)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
