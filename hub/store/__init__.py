@@ -1,0 +1,31 @@
+"""Key-value state shared by the search cache, chain state and stored responses."""
+
+from __future__ import annotations
+
+from .base import Store, StoreUnavailable
+from .memory import MemoryStore
+
+__all__ = ["MemoryStore", "Store", "StoreUnavailable", "open_store"]
+
+
+def open_store(spec: dict | None) -> Store:
+    """The store the config's ``state`` section asks for; redis degrades to memory while down."""
+    spec = spec or {}
+    backend = spec.get("backend", "memory")
+    if backend == "memory":
+        return MemoryStore()
+    if backend == "redis":
+        # Imported here so a memory-only deployment never loads the redis client.
+        from .redis import RedisStore
+        from .resilient import ResilientStore
+
+        url = spec.get("url")
+        if not url:
+            raise ValueError("state.url is required when state.backend is 'redis'")
+        primary = RedisStore(
+            url,
+            key_prefix=spec.get("keyPrefix", "searchhub:"),
+            timeout=spec.get("timeoutMs", 250) / 1000,
+        )
+        return ResilientStore(primary, MemoryStore())
+    raise ValueError(f"unknown state.backend {backend!r}: expected 'memory' or 'redis'")

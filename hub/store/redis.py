@@ -1,0 +1,259 @@
+"""Redis-backed store: state shared by every replica of the gateway.
+
+Value format: one version byte, then the caller's bytes. Version 1 is ``b"\\x01" + value``.
+A value whose version byte this code does not know (written by a newer release, or by
+something else sharing the key space) reads as a miss and is counted in ``format_errors``,
+so a rolling upgrade or downgrade degrades to cache misses instead of failing requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import TypeVar
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError, WatchError
+
+from .base import StoreUnavailable, UpdateFn
+
+FORMAT_V1 = b"\x01"
+
+T = TypeVar("T")
+
+
+@dataclass
+class _PendingUpdate:
+    fn: UpdateFn
+    ttl: float
+    done: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+class RedisStore:
+    """Store on a Redis server; every call answers or raises StoreUnavailable within ``timeout``.
+
+    Concurrent updates of one key in this process are applied in order in one
+    transaction, so an update's fn may run more than once and beside others' fns.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        key_prefix: str = "searchhub:",
+        timeout: float = 0.25,
+        max_connections: int = 64,
+        max_update_attempts: int = 16,
+    ) -> None:
+        self._prefix = key_prefix
+        self._timeout = timeout
+        self._max_attempts = max_update_attempts
+        self._safe_url, self._secrets = _mask_url(url)
+        # redis-py's own retries would multiply the time a dead server costs; our
+        # callers have a fallback, so one bounded attempt is what they want.
+        self._pool = BlockingConnectionPool.from_url(
+            url,
+            max_connections=max_connections,
+            timeout=timeout,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+        )
+        self._redis = Redis(connection_pool=self._pool)
+        # Updates of one key queue here and one writer task per key applies them in
+        # batches: a hot key costs one transaction per batch instead of one per caller,
+        # and optimistic transactions only race against other processes.
+        self._queues: dict[str, list[_PendingUpdate]] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._ok = True
+        self._last_error: str | None = None
+        self._errors = 0
+        self._update_conflicts = 0
+        self._format_errors = 0
+
+    async def get(self, key: str) -> bytes | None:
+        return self._decode(await self._bounded(self._redis.get(self._prefix + key)))
+
+    async def set(self, key: str, value: bytes, ttl: float) -> None:
+        k = self._prefix + key
+        if ttl <= 0:
+            await self._bounded(self._redis.delete(k))
+        else:
+            await self._bounded(self._redis.set(k, FORMAT_V1 + value, px=_ms(ttl)))
+
+    async def delete(self, key: str) -> None:
+        await self._bounded(self._redis.delete(self._prefix + key))
+
+    async def update(self, key: str, fn: UpdateFn, ttl: float) -> bytes | None:
+        """WATCH/MULTI/EXEC with bounded retries; fn may run more than once, so keep it pure."""
+        k = self._prefix + key
+        pending = _PendingUpdate(fn, ttl)
+        queue = self._queues.get(k)
+        if queue is None:
+            queue = self._queues[k] = []
+            self._spawn(self._write_key(k, queue))
+        queue.append(pending)
+        return await self._bounded(pending.done)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._redis.aclose()
+        await self._pool.aclose()
+
+    def health(self) -> dict:
+        return {
+            "backend": "redis",
+            "ok": self._ok,
+            "last_error": self._last_error,
+            "errors": self._errors,
+            "url": self._safe_url,
+            "key_prefix": self._prefix,
+            "timeout_ms": round(self._timeout * 1000),
+            "update_conflicts": self._update_conflicts,
+            "format_errors": self._format_errors,
+        }
+
+    async def _write_key(self, k: str, queue: list[_PendingUpdate]) -> None:
+        """Drain one key's queue, a batch per transaction, until it stays empty."""
+        batch: list[_PendingUpdate] = []
+        try:
+            while queue:
+                batch = [p for p in queue if not p.done.done()]  # skip callers that gave up
+                queue.clear()
+                if not batch:
+                    continue
+                try:
+                    async with asyncio.timeout(self._timeout):
+                        outcomes = await self._transact(k, batch)
+                except Exception as exc:
+                    outcomes = [exc] * len(batch)
+                for pending, outcome in zip(batch, outcomes, strict=True):
+                    if pending.done.done():
+                        continue
+                    if isinstance(outcome, Exception):
+                        pending.done.set_exception(outcome)
+                    else:
+                        pending.done.set_result(outcome)
+        finally:
+            # No await between the last emptiness check and here, so no update is stranded.
+            del self._queues[k]
+            for pending in batch + queue:  # only unresolved when close() cancelled us
+                if not pending.done.done():
+                    pending.done.set_exception(RedisError("store closed"))
+
+    async def _transact(self, k: str, batch: list[_PendingUpdate]) -> list[bytes | None | Exception]:
+        """Apply the batch in order, as consecutive updates would, in one optimistic transaction."""
+        async with self._redis.pipeline(transaction=True) as pipe:
+            for attempt in range(self._max_attempts):
+                await pipe.watch(k)
+                value = self._decode(await pipe.get(k))
+                outcomes: list[bytes | None | Exception] = []
+                last_ttl: float | None = None
+                for pending in batch:
+                    try:
+                        value = pending.fn(value)
+                    except Exception as exc:  # the caller's bug is the caller's error alone
+                        outcomes.append(exc)
+                        continue
+                    outcomes.append(value)
+                    last_ttl = pending.ttl
+                if last_ttl is None:
+                    await pipe.unwatch()
+                    return outcomes
+                pipe.multi()
+                if value is None or last_ttl <= 0:
+                    pipe.delete(k)
+                else:
+                    pipe.set(k, FORMAT_V1 + value, px=_ms(last_ttl))
+                try:
+                    await pipe.execute()
+                except WatchError:
+                    self._update_conflicts += 1
+                    # Another process wrote the key. Retrying at once would meet it again
+                    # while it keeps writing; a random pause breaks the lockstep.
+                    await asyncio.sleep(random.uniform(0, 0.001 * 2 ** min(attempt, 4)))
+                    continue
+                return outcomes
+        raise RedisError(f"update gave up after {self._max_attempts} conflicting writes")
+
+    async def _bounded(self, op: Awaitable[T]) -> T:
+        # A plain wait_for waits for the cancelled operation to clean up (UNWATCH,
+        # reconnect...), which a hung server can stretch past the deadline; a task we
+        # stop waiting for cannot.
+        task = asyncio.ensure_future(op)
+        try:
+            done, _ = await asyncio.wait((task,), timeout=self._timeout)
+        except asyncio.CancelledError:
+            self._abandon(task)
+            raise
+        if not done:
+            self._abandon(task)
+            raise self._failed(f"no answer within {round(self._timeout * 1000)} ms")
+        try:
+            result = task.result()
+        except (RedisError, OSError) as exc:  # OSError covers TimeoutError, refused, reset
+            raise self._failed(f"{type(exc).__name__}: {exc}") from exc
+        self._ok = True
+        return result
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _abandon(self, task: asyncio.Future) -> None:
+        task.cancel()
+        if not task.done():
+            self._tasks.add(task)
+            task.add_done_callback(self._reap)
+
+    def _reap(self, task: asyncio.Future) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # mark retrieved: the caller already got StoreUnavailable
+
+    def _failed(self, message: str) -> StoreUnavailable:
+        for secret in self._secrets:
+            message = message.replace(secret, "***")
+        self._ok = False
+        self._errors += 1
+        self._last_error = message
+        return StoreUnavailable(f"redis {self._safe_url}: {message}")
+
+    def _decode(self, raw: bytes | None) -> bytes | None:
+        if raw is None:
+            return None
+        if raw[:1] == FORMAT_V1:
+            return raw[1:]
+        self._format_errors += 1
+        return None
+
+
+def _ms(ttl: float) -> int:
+    return max(1, round(ttl * 1000))
+
+
+def _mask_url(url: str) -> tuple[str, list[str]]:
+    """The URL with its password replaced by ***, and the secrets to scrub from error text."""
+    parts = urlsplit(url)
+    secrets: list[str] = []
+    netloc = parts.netloc
+    if parts.password is not None:
+        secrets += [parts.password, unquote(parts.password)]
+        host = netloc.rpartition("@")[2]
+        netloc = f"{parts.username or ''}:***@{host}"
+    query = []
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name.lower() == "password" and value:
+            secrets.append(value)
+            value = "***"
+        query.append((name, value))
+    safe = urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="*"), parts.fragment))
+    return safe, [s for s in secrets if s]
