@@ -115,7 +115,8 @@ def annotation(chat_annotation: Any, shift: int = 0, limit: int | None = None) -
 def web_search_item(item_id: str, call: SearchCall, *, done: bool = True) -> dict:
     """A web_search_call item; a failed search is still `completed`, with no sources (protocols.md 9.8)."""
     if not done:
-        return {"type": "web_search_call", "id": item_id, "status": "in_progress"}
+        return {"type": "web_search_call", "id": item_id, "status": "in_progress",
+                "action": {"type": "search", "query": call.query}}
     result = call.result
     sources = [{"type": "url", "url": h.url} for h in result.hits if h.url] if result is not None and result.ok else []
     return {"type": "web_search_call", "id": item_id, "status": "completed",
