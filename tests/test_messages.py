@@ -397,7 +397,8 @@ def test_from_chat_hosted_search_blocks_and_citations() -> None:
     assert len(cited["citations"][0]["cited_text"]) <= 150 and cited["citations"][0]["encrypted_index"]
     assert msg["content"][5] == {"type": "text", "text": ". Enjoy.", "citations": None}
     assert "".join(b["text"] for b in msg["content"] if b["type"] == "text") == text
-    assert msg["usage"]["server_tool_use"] == {"web_search_requests": 2, "web_fetch_requests": 0}
+    # the refused (max_uses) call is shown but never ran
+    assert msg["usage"]["server_tool_use"] == {"web_search_requests": 1, "web_fetch_requests": 0}
 
 
 # --- MessagesStream -----------------------------------------------------------------------------

@@ -95,6 +95,11 @@ def _int(value: object) -> int:
 # --- search blocks ------------------------------------------------------------------------------
 
 
+def searches_run(calls: Iterable[SearchCall]) -> int:
+    """web_search_requests: the searches that ran (a call refused for max_uses never did)."""
+    return sum(1 for call in calls if getattr(call.result, "error_code", None) != "max_uses_exceeded")
+
+
 def encode_hit(url: str, title: str, snippet: str) -> str:
     raw = json.dumps({"url": url, "title": title, "snippet": snippet}, ensure_ascii=False)
     return base64.b64encode(raw.encode()).decode()

@@ -8,6 +8,7 @@ from .messages_blocks import (
     THINKING_SIGNATURE,
     HitIndex,
     message_id,
+    searches_run,
     server_tool_use_block,
     stop_reason,
     text_blocks,
@@ -78,5 +79,5 @@ def from_chat(outcome: Outcome, ctx: MessagesContext) -> dict:
         "content": content,
         "stop_reason": stop_reason(choice.get("finish_reason"), has_tool_use=has_tool_use),
         "stop_sequence": None,
-        "usage": usage(response.get("usage"), searches=len(outcome.searches) if ctx.hosted else None),
+        "usage": usage(response.get("usage"), searches=searches_run(outcome.searches) if ctx.hosted else None),
     }

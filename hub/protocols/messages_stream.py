@@ -18,6 +18,7 @@ from .messages_blocks import (
     THINKING_SIGNATURE,
     HitIndex,
     message_id,
+    searches_run,
     server_tool_use_id,
     stop_reason,
     tool_use_id,
@@ -155,7 +156,7 @@ class MessagesStream:
         if self.ctx.hosted is None:
             return b""
         out = self._search_started(call)  # a finish without a start still shows the call
-        self._searches += 1
+        self._searches += searches_run((call,))
         out += self._close() + self._start(web_search_result_block(call))
         return out + self._close()
 

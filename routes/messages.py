@@ -1,0 +1,301 @@
+"""Anthropic Messages: POST /v1/messages and /v1/messages/count_tokens (also under /anthropic/).
+
+Decode -> alias the model -> either pass the request through to a commercial Anthropic target
+untouched, answer Claude Code's search-execution side call, or translate to chat and run the
+pipeline -> encode as an Anthropic Message or SSE. Errors answer in Anthropic's shape.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import AsyncIterator
+
+import httpx
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from hub import aliases
+from hub.backends.http import AllTargetsFailed, UpstreamError, open_sse, post_json
+from hub.claude_code import SearchExecution, search_execution_query
+from hub.config import Target
+from hub.errors import BadRequest, GatewayError
+from hub.protocols.messages import (
+    MessagesContext,
+    MessagesStream,
+    error_event,
+    estimate_input_tokens,
+    from_chat,
+    to_chat,
+)
+from hub.router import UnknownTarget
+from hub.runtime import Runtime
+
+from .common import as_gateway_error, cancel_on_disconnect, options, read_json, request_id_var, runtime
+
+log = logging.getLogger("searchhub.messages")
+_encode = msgspec.json.encode
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+ANTHROPIC_VERSION = "2023-06-01"
+MODEL_CREATED_AT = "1970-01-01T00:00:00Z"  # the SDK's documented value for an unknown release date
+_ERROR_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 402: "billing_error", 403: "permission_error",
+    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 504: "timeout_error",
+    529: "overloaded_error",
+}
+_CONTEXT_VLLM = re.compile(r"maximum context length is (\d+) tokens.*?(?:requested|has) (\d+)", re.S | re.I)
+_CONTEXT_WORDS = re.compile(r"context (?:length|size|window)|too many tokens|prompt is too long", re.I)
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+def _error_response(status: int, etype: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    rid = request_id_var.get()
+    out = {"request-id": rid, **(headers or {})}
+    if status < 500 and status not in (408, 409, 429):
+        out["x-should-retry"] = "false"
+    body = {"type": "error", "error": {"type": etype, "message": message}, "request_id": rid}
+    return Response(_encode(body), status_code=status, media_type="application/json", headers=out)
+
+
+def error_type(status: int) -> str:
+    return _ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
+
+
+def anthropic_error(exc: Exception, *, input_tokens: int = 0) -> Response:
+    """Any failure as Anthropic's error body; a backend's context overflow in the words Claude Code's
+    auto-compaction recognises (protocols.md 3.7)."""
+    if isinstance(exc, UpstreamError) and exc.status and 400 <= exc.status < 500 and not exc.retryable:
+        return _error_response(exc.status, error_type(exc.status), _backend_message(exc, input_tokens))
+    err = as_gateway_error(exc)
+    status = 529 if err.status == 503 else err.status
+    return _error_response(status, error_type(status), err.message, err.headers)
+
+
+def _backend_message(exc: UpstreamError, input_tokens: int) -> str:
+    """A backend's 4xx for the client's request, without echoing its raw body."""
+    message, n_prompt, n_ctx = "", None, None
+    try:
+        data = json.loads(exc.body or b"")
+    except ValueError:
+        data = None
+    err = data.get("error", data) if isinstance(data, dict) else None
+    if isinstance(err, dict):
+        message = str(err.get("message") or err.get("detail") or "")
+        n_prompt, n_ctx = err.get("n_prompt_tokens"), err.get("n_ctx")  # llama.cpp
+        if err.get("code") == "context_length_exceeded":
+            message = message or "context length exceeded"
+    elif isinstance(err, str):
+        message = err
+    if (m := _CONTEXT_VLLM.search(message)) is not None:
+        n_ctx, n_prompt = int(m.group(1)), int(m.group(2))
+    if isinstance(n_prompt, int) and isinstance(n_ctx, int):
+        return f"prompt is too long: {n_prompt} tokens > {n_ctx} maximum"
+    if _CONTEXT_WORDS.search(message):
+        return f"prompt is too long: {input_tokens} tokens > {max(input_tokens - 1, 0)} maximum"
+    return f"the backend rejected the request (HTTP {exc.status}): {message[:300]}" if message else (
+        f"the backend rejected the request (HTTP {exc.status})")
+
+
+def _expected(e: Exception) -> bool:
+    return isinstance(e, GatewayError | AllTargetsFailed | UpstreamError | UnknownTarget)
+
+
+# --- encoding -----------------------------------------------------------------------------------
+
+
+def _json(message: dict) -> Response:
+    return Response(_encode(message), media_type="application/json", headers={"request-id": request_id_var.get()})
+
+
+def _sse(items: AsyncIterator, ctx: MessagesContext, input_tokens: int) -> StreamingResponse:
+    encoder = MessagesStream(ctx, input_tokens=input_tokens)
+    return StreamingResponse(_encode_stream(items, encoder), media_type="text/event-stream",
+                             headers={**SSE_HEADERS, "request-id": request_id_var.get()})
+
+
+async def _encode_stream(items: AsyncIterator, encoder: MessagesStream) -> AsyncIterator[bytes]:
+    yield encoder.start()
+    try:
+        async for item in items:
+            out = encoder.feed(item)
+            if out:
+                yield out
+    except Exception as e:  # the stream broke after the 200: Anthropic's `error` event
+        if _expected(e):
+            log.warning("stream broke: %s", e)
+        else:
+            log.exception("stream failed")
+        err = as_gateway_error(e)
+        status = 529 if err.status == 503 else err.status
+        yield encoder.fail(error_type(status), err.message)
+        return
+    finally:
+        aclose = getattr(items, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    yield encoder.finish()
+
+
+# --- routing ------------------------------------------------------------------------------------
+
+
+def _thinking(body: dict) -> bool:
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+
+
+def _model(rt: Runtime, body: dict) -> str:
+    """The client's model name after modelAliases."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise BadRequest("model: must be a non-empty string", param="model")
+    return aliases.rewrite(model, rt.config.model_aliases, thinking=_thinking(body),
+                           known=aliases.known_to(rt.router))
+
+
+def _native(rt: Runtime, model: str, thinking: bool) -> tuple[str, tuple[Target, ...]] | None:
+    """(route, targets) when the model resolves to a commercial Anthropic provider: those requests
+    pass through untouched, so Anthropic runs its own server tools."""
+    config = rt.config
+    provider_id, sep, rest = model.partition(".")
+    if sep and rest and provider_id in config.providers and model not in config.router.routes:
+        target = config.target(model)
+        return ("pinned", (target,)) if target is not None and target.provider.type == "anthropic" else None
+    route = rt.router.route_for(model, thinking=thinking)
+    pools = config.router.routes.get(route, ())
+    first = next((t for pool in pools for t in pool.targets), None)
+    if first is None or first.provider.type != "anthropic":
+        return None
+    return route, tuple(t for t in rt.router.candidates(route) if t.provider.type == "anthropic")
+
+
+def _native_url(target: Target, path: str, query: str) -> str:
+    base = target.provider.base_url
+    if base.endswith("/v1"):
+        base = base[:-3]
+    return base + path + (f"?{query}" if query else "")
+
+
+async def _passthrough(request: Request, rt: Runtime, body: dict, route: str, targets: tuple[Target, ...],
+                       path: str) -> Response:
+    stream = body.get("stream") is True and path == "/v1/messages"
+    version = request.headers.get("anthropic-version") or ANTHROPIC_VERSION
+    beta = request.headers.get("anthropic-beta")
+
+    async def call(target: Target):
+        provider = target.provider
+        headers = {"content-type": "application/json", "anthropic-version": version,
+                   "accept": "text/event-stream" if stream else "application/json"}
+        if beta:
+            headers["anthropic-beta"] = beta
+        if provider.api_key:
+            headers["x-api-key"] = provider.api_key
+        headers.update(provider.headers)
+        url = _native_url(target, path, request.url.query)
+        out = {**body, "model": target.model}
+        if stream:
+            return await open_sse(rt.client, provider, url, out, headers)
+        return await post_json(rt.client, provider, url, out, headers)
+
+    try:
+        result, target = await rt.dispatcher.run(route, targets, call, hold=stream)
+    except UpstreamError as e:
+        if e.status and 400 <= e.status < 500 and e.body:  # Anthropic's own error body: already the right shape
+            return Response(e.body, status_code=e.status, media_type="application/json",
+                            headers={"request-id": request_id_var.get()})
+        raise
+    if not stream:
+        return _json(result)
+    return StreamingResponse(_relay(result, rt, target), media_type="text/event-stream",
+                             headers={**SSE_HEADERS, "request-id": request_id_var.get()})
+
+
+async def _relay(resp: httpx.Response, rt: Runtime, target: Target) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in resp.aiter_raw():
+            yield chunk
+    except httpx.HTTPError as e:
+        log.warning("anthropic passthrough stream broke: %s", type(e).__name__)
+        yield error_event("api_error", "the upstream stream broke")
+    finally:
+        rt.dispatcher.gate.leave(target.provider)
+        await resp.aclose()
+
+
+# --- endpoints ----------------------------------------------------------------------------------
+
+
+async def create_message(request: Request) -> Response:
+    input_tokens = 0
+    try:
+        rt = runtime(request)
+        body = await read_json(request, rt.config.server.max_body_bytes)
+        model = _model(rt, body)
+        native = _native(rt, model, _thinking(body))
+        if native is not None:
+            return await _passthrough(request, rt, body, *native, "/v1/messages")
+        chat, ctx = to_chat(body)
+        chat["model"] = model
+        input_tokens = estimate_input_tokens(body)
+        opts = options(request, body, stream=ctx.stream, endpoint="messages")
+        opts.hosted = ctx.hosted
+        query = search_execution_query(body)
+        if query is not None:
+            execution = SearchExecution(rt, query, ctx.hosted, model=model, opts=opts, input_tokens=input_tokens)
+            if ctx.stream:
+                return _sse(execution.stream(), ctx, input_tokens)
+            return _json(from_chat(await cancel_on_disconnect(request, execution.complete()), ctx))
+        if ctx.stream:
+            return _sse(await rt.pipeline.stream(chat, opts), ctx, input_tokens)
+        outcome = await cancel_on_disconnect(request, rt.pipeline.complete(chat, opts))
+        return _json(from_chat(outcome, ctx))
+    except Exception as e:  # every failure answers in Anthropic's error shape
+        if not _expected(e):
+            log.exception("messages request failed")
+        return anthropic_error(e, input_tokens=input_tokens)
+
+
+async def count_tokens(request: Request) -> Response:
+    try:
+        rt = runtime(request)
+        body = await read_json(request, rt.config.server.max_body_bytes)
+        model = _model(rt, body)
+        native = _native(rt, model, _thinking(body))
+        if native is not None:
+            return await _passthrough(request, rt, body, *native, "/v1/messages/count_tokens")
+        to_chat(body)  # the same validation as a real request
+        return _json({"input_tokens": estimate_input_tokens(body)})
+    except Exception as e:
+        if not _expected(e):
+            log.exception("count_tokens failed")
+        return anthropic_error(e)
+
+
+def anthropic_models(rt: Runtime) -> dict:
+    """GET /v1/models for Anthropic clients: routes, pinned targets and exact alias names."""
+    names = list(rt.router.models())
+    exact = rt.config.model_aliases.get("exact") if isinstance(rt.config.model_aliases, dict) else None
+    if isinstance(exact, dict):
+        names += [n for n in exact if isinstance(n, str) and n not in names]
+    data = [{"type": "model", "id": n, "display_name": n, "created_at": MODEL_CREATED_AT, "lifecycle": "active"}
+            for n in names]
+    return {"data": data, "has_more": False, "first_id": names[0] if names else None,
+            "last_id": names[-1] if names else None}
+
+
+async def list_models(request: Request) -> Response:
+    return _json(anthropic_models(runtime(request)))
+
+
+routes = [
+    Route("/v1/messages", create_message, methods=["POST"]),
+    Route("/anthropic/v1/messages", create_message, methods=["POST"]),
+    Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+    Route("/anthropic/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+    Route("/anthropic/v1/models", list_models, methods=["GET"]),
+]
