@@ -85,11 +85,12 @@ class FakeModel:
         self.headers.append(dict(request.headers))
         reply = self._next(body)
         if reply.get("delay"):
-            try:
-                await asyncio.sleep(reply["delay"])
-            except asyncio.CancelledError:
-                self.cancelled += 1
-                raise
+            deadline = time.monotonic() + reply["delay"]
+            while time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+                if await request.is_disconnected():
+                    self.cancelled += 1  # the gateway hung up on us
+                    return Response(status_code=499)
         if "status" in reply:
             return JSONResponse(reply.get("body", {"error": {"message": "boom", "type": "server_error",
                                                               "param": None, "code": None}}),
