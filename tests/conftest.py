@@ -92,3 +92,33 @@ def gateway(tmp_path: Path) -> Iterator:
     yield start
     for s in started:
         s.stop()
+
+
+@pytest.fixture(scope="session")
+def _search_fakes_server() -> Iterator:
+    from .fakes.search_providers import FakeSearchProviders
+
+    fakes = FakeSearchProviders()
+    server = ServerThread(fakes.app).start()
+    fakes.server = server  # type: ignore[attr-defined]
+    yield fakes
+    server.stop()
+
+
+@pytest.fixture
+def search_fakes(_search_fakes_server):
+    """Fake Serper/Brave/Exa/Tavily/SearXNG on one loopback server; `.base_url(.server, name)`."""
+    _search_fakes_server.reset()
+    return _search_fakes_server
+
+
+def searxng_engine(fakes, id: str = "searxng", **extra) -> dict:
+    return {"id": id, "type": "searxng", "baseURL": fakes.base_url(fakes.server, "searxng"),
+            "description": "SearXNG metasearch", **extra}
+
+
+def serper_engine(fakes, id: str = "serper", **extra) -> dict:
+    from .fakes.search_providers import KEYS
+
+    return {"id": id, "type": "serper", "apiKey": KEYS["serper"], "baseURL": fakes.base_url(fakes.server, "serper"),
+            "description": "Google results via Serper", **extra}
