@@ -23,6 +23,7 @@ from hub.backends.http import AllTargetsFailed, UpstreamError, open_sse, post_js
 from hub.claude_code import SearchExecution, search_execution_query
 from hub.config import Target
 from hub.errors import BadRequest, GatewayError
+from hub.events import Options
 from hub.protocols.messages import (
     MessagesContext,
     MessagesStream,
@@ -46,7 +47,10 @@ _ERROR_TYPES = {
     404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 504: "timeout_error",
     529: "overloaded_error",
 }
-_CONTEXT_VLLM = re.compile(r"maximum context length is (\d+) tokens.*?(?:requested|has) (\d+)", re.S | re.I)
+_CONTEXT_MAX = re.compile(r"maximum context length is (\d+) tokens", re.I)
+_CONTEXT_INPUT = re.compile(r"(?:request has|you requested) (\d+) (?:input )?tokens", re.I)
+_CONTEXT_SPLIT = re.compile(r"(\d+) in the messages, (\d+) in the completion", re.I)
+_COMPLETION_TOO_LARGE = re.compile(r"max_(?:completion_)?tokens'?.{0,40}too large", re.I | re.S)
 _CONTEXT_WORDS = re.compile(r"context (?:length|size|window)|too many tokens|prompt is too long", re.I)
 
 
@@ -76,29 +80,49 @@ def anthropic_error(exc: Exception, *, input_tokens: int = 0) -> Response:
     return _error_response(status, error_type(status), err.message, err.headers)
 
 
-def _backend_message(exc: UpstreamError, input_tokens: int) -> str:
-    """A backend's 4xx for the client's request, without echoing its raw body."""
-    message, n_prompt, n_ctx = "", None, None
+def _backend_error_text(exc: UpstreamError) -> tuple[str, dict]:
+    """The message of a backend's error body (vLLM, llama.cpp, Ollama, OpenAI shapes) and the error object."""
     try:
         data = json.loads(exc.body or b"")
     except ValueError:
-        data = None
+        return "", {}
     err = data.get("error", data) if isinstance(data, dict) else None
     if isinstance(err, dict):
-        message = str(err.get("message") or err.get("detail") or "")
-        n_prompt, n_ctx = err.get("n_prompt_tokens"), err.get("n_ctx")  # llama.cpp
-        if err.get("code") == "context_length_exceeded":
-            message = message or "context length exceeded"
-    elif isinstance(err, str):
-        message = err
-    if (m := _CONTEXT_VLLM.search(message)) is not None:
-        n_ctx, n_prompt = int(m.group(1)), int(m.group(2))
-    if isinstance(n_prompt, int) and isinstance(n_ctx, int):
-        return f"prompt is too long: {n_prompt} tokens > {n_ctx} maximum"
-    if _CONTEXT_WORDS.search(message):
-        return f"prompt is too long: {input_tokens} tokens > {max(input_tokens - 1, 0)} maximum"
-    return f"the backend rejected the request (HTTP {exc.status}): {message[:300]}" if message else (
-        f"the backend rejected the request (HTTP {exc.status})")
+        return str(err.get("message") or err.get("detail") or ""), err
+    return (err, {}) if isinstance(err, str) else ("", {})
+
+
+def context_overflow(exc: Exception) -> tuple[str, int | None, int | None] | None:
+    """("prompt" | "completion", prompt tokens, context length) when a backend's 4xx says the context
+    is exceeded; "completion" means the prompt fits and only max_tokens does not (vLLM)."""
+    if not isinstance(exc, UpstreamError) or exc.status not in (400, 413, 422):
+        return None
+    message, err = _backend_error_text(exc)
+    if isinstance(err.get("n_prompt_tokens"), int) and isinstance(err.get("n_ctx"), int):  # llama.cpp
+        return "prompt", err["n_prompt_tokens"], err["n_ctx"]
+    limit = int(m.group(1)) if (m := _CONTEXT_MAX.search(message)) else None
+    if (m := _CONTEXT_SPLIT.search(message)) is not None:  # older vLLM: prompt + completion requested
+        prompt = int(m.group(1))
+        return ("prompt" if limit is not None and prompt >= limit else "completion"), prompt, limit
+    prompt = int(m.group(1)) if (m := _CONTEXT_INPUT.search(message)) else None
+    if _COMPLETION_TOO_LARGE.search(message):
+        return "completion", prompt, limit
+    if limit is not None or err.get("code") == "context_length_exceeded" or _CONTEXT_WORDS.search(message):
+        return "prompt", prompt, limit
+    return None
+
+
+def _backend_message(exc: UpstreamError, input_tokens: int) -> str:
+    """A backend's 4xx for the client's request, without echoing its raw body."""
+    overflow = context_overflow(exc)
+    if overflow is not None and overflow[0] == "prompt":
+        _, prompt, limit = overflow
+        prompt = prompt or input_tokens
+        return f"prompt is too long: {prompt} tokens > {limit or max(prompt - 1, 0)} maximum"
+    message, _ = _backend_error_text(exc)
+    if message:
+        return f"the backend rejected the request (HTTP {exc.status}): {message[:300]}"
+    return f"the backend rejected the request (HTTP {exc.status})"
 
 
 def _expected(e: Exception) -> bool:
@@ -250,14 +274,29 @@ async def create_message(request: Request) -> Response:
             if ctx.stream:
                 return _sse(execution.stream(), ctx, input_tokens)
             return _json(from_chat(await cancel_on_disconnect(request, execution.complete()), ctx))
-        if ctx.stream:
-            return _sse(await rt.pipeline.stream(chat, opts), ctx, input_tokens)
-        outcome = await cancel_on_disconnect(request, rt.pipeline.complete(chat, opts))
-        return _json(from_chat(outcome, ctx))
+        try:
+            return await _answer(request, rt, chat, ctx, opts, input_tokens)
+        except UpstreamError as e:
+            overflow = context_overflow(e)
+            if overflow is None or overflow[0] != "completion" or "max_tokens" not in chat:
+                raise
+            # Claude Code asks for 32k-128k output tokens; a local model's context rarely has room.
+            # Without max_tokens the backend uses what is left of its context.
+            log.info("backend context too small for max_tokens=%s; retrying without it", chat["max_tokens"])
+            chat = {k: v for k, v in chat.items() if k != "max_tokens"}
+            return await _answer(request, rt, chat, ctx, opts, input_tokens)
     except Exception as e:  # every failure answers in Anthropic's error shape
         if not _expected(e):
             log.exception("messages request failed")
         return anthropic_error(e, input_tokens=input_tokens)
+
+
+async def _answer(request: Request, rt: Runtime, chat: dict, ctx: MessagesContext, opts: Options,
+                  input_tokens: int) -> Response:
+    if ctx.stream:
+        return _sse(await rt.pipeline.stream(chat, opts), ctx, input_tokens)
+    outcome = await cancel_on_disconnect(request, rt.pipeline.complete(chat, opts))
+    return _json(from_chat(outcome, ctx))
 
 
 async def count_tokens(request: Request) -> Response:

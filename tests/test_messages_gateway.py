@@ -246,15 +246,56 @@ def test_backend_failure(gateway, fake_model, search, stream, status, exc, etype
     assert info.value.body["error"]["type"] == etype
 
 
-def test_context_overflow_in_anthropics_words(gateway, fake_model, search) -> None:
+def _vllm_400(message: str) -> dict:
+    return {"status": 400, "body": {"object": "error", "type": "BadRequestError", "code": 400, "message": message}}
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    (_vllm_400("This model's maximum context length is 32768 tokens. However, your request has 40000 input "
+               "tokens. Please reduce the length of the input messages."),
+     "prompt is too long: 40000 tokens > 32768 maximum"),
+    (_vllm_400("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4200 in "
+               "the messages, 800 in the completion). Please reduce the length of the messages or completion."),
+     "prompt is too long: 4200 tokens > 4096 maximum"),
+    ({"status": 400, "body": {"error": {"code": 400, "message": "the request exceeds the available context size, "
+                                        "try increasing it", "type": "exceed_context_size_error",
+                                        "n_prompt_tokens": 9000, "n_ctx": 8192}}},
+     "prompt is too long: 9000 tokens > 8192 maximum"),
+])
+def test_context_overflow_in_anthropics_words(gateway, fake_model, search, body, expected) -> None:
+    """Claude Code's auto-compaction recognises Anthropic's wording (protocols.md 3.7)."""
     gw = gateway(ws_config(fake_model.url, search))
-    fake_model.script({"status": 400, "body": {"object": "error", "type": "BadRequestError", "code": 400,
-                                               "message": "This model's maximum context length is 4096 tokens. "
-                                                          "However, you requested 5000 tokens (4000 in the "
-                                                          "messages, 1000 in the completion)."}})
+    fake_model.script(body)
     with pytest.raises(anthropic.BadRequestError) as info:
         sdk(gw).messages.create(model="claude-sonnet-4-5", max_tokens=1000, messages=HI)
-    assert info.value.body["error"]["message"] == "prompt is too long: 5000 tokens > 4096 maximum"
+    assert info.value.body["error"]["message"] == expected
+    assert len(fake_model.requests) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_max_tokens_too_large_retried_without_it(gateway, fake_model, search, stream) -> None:
+    gw = gateway(ws_config(fake_model.url, search))
+    fake_model.script(_vllm_400("'max_tokens' or 'max_completion_tokens' is too large: 128000. This model's maximum "
+                                "context length is 32768 tokens and your request has 900 input tokens "
+                                "(128000 > 32768 - 900)."), {"content": "fits now"})
+    kw = dict(model="claude-opus-5-5", max_tokens=128000, messages=HI, timeout=30)
+    if stream:
+        with sdk(gw).messages.stream(**kw) as s:
+            m = s.get_final_message()
+    else:
+        m = sdk(gw).messages.create(**kw)
+    assert m.content[0].text == "fits now"
+    assert fake_model.requests[0]["max_tokens"] == 128000 and "max_tokens" not in fake_model.requests[1]
+
+
+def test_request_too_large(gateway, fake_model, search) -> None:
+    cfg = ws_config(fake_model.url, search)
+    cfg["server"]["maxBodyBytes"] = 2048
+    gw = gateway(cfg)
+    with pytest.raises(anthropic.APIStatusError) as info:
+        sdk(gw).messages.create(model="claude-sonnet-4-5", max_tokens=10,
+                                messages=[{"role": "user", "content": "x" * 5000}])
+    assert info.value.status_code == 413 and info.value.body["error"]["type"] == "request_too_large"
 
 
 def test_mid_stream_failure_is_an_error_event(gateway, fake_model, search) -> None:
