@@ -1,0 +1,226 @@
+"""The search-round benchmark: what one server-side web-search round costs the gateway itself.
+
+A round: the client asks "search the web for X"; the gateway offers the model the web_search tool
+(`injectPolicy: "always"`); the fake model (bench/fake_backend.py) answers with a web_search call
+(two parallel calls in the `parallel` variant) after `--model-ms`; the gateway runs the search(es) on
+the fake SearXNG provider (`--search-ms` each, `cacheTtlMs: 0` so every search reaches it), feeds the
+results back, and the fake model, seeing a tool result last, answers text after `--model-ms` again.
+
+N sequential requests with distinct X per variant (single/parallel x non-stream/stream). Interleaved
+with them, the bench client plays the gateway's part itself against the same fakes (model call,
+search call(s) concurrently, model call): that is the floor, the fakes' real latency including timer
+slack. Reported per round:
+  * total (p50) and total minus the fakes' nominal latency (model x 2 + search);
+  * gateway's own time = gateway total - floor total (p50 of the pairs; target <= 2 ms);
+  * gateway CPU ms per round (/proc utime+stime delta / N; the steadiest number);
+  * for the parallel variant: total vs model x 2 + max(search) (concurrent) and + sum (serial).
+
+  .venv/bin/python bench/search_round.py [--requests 30] [--model-ms 50] [--search-ms 100]
+  .venv/bin/python bench/search_round.py --state redis [--redis-url redis://...]   # or --state both
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run as harness  # noqa: E402  (bench/run.py: process management)
+
+EXPECTED = "The quick brown fox jumps over the lazy dog."
+
+
+def body(i: int, variant: str, stream: bool) -> dict:
+    b: dict = {"model": "m", "messages": [{"role": "user", "content": f"search the web for topic {i} news"}],
+               "bench": {"tool_calls": 2 if variant == "parallel" else 1}}
+    if stream:
+        b["stream"] = True
+    return b
+
+
+async def read_answer(resp, stream: bool) -> str:
+    raw = await resp.read()
+    if resp.status != 200:
+        raise RuntimeError(f"HTTP {resp.status}: {raw[:300]!r}")
+    if not stream:
+        return json.loads(raw)["choices"][0]["message"]["content"] or ""
+    text = []
+    for line in raw.decode().splitlines():
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            ch = json.loads(line[5:])
+            if ch.get("choices"):
+                text.append(ch["choices"][0]["delta"].get("content") or "")
+    return "".join(text)
+
+
+async def gateway_round(session, url: str, b: dict, stream: bool) -> float:
+    t0 = time.perf_counter()
+    async with session.post(url, json=b) as resp:
+        answer = await read_answer(resp, stream)
+    dt = time.perf_counter() - t0
+    if EXPECTED not in answer:
+        raise RuntimeError(f"unexpected answer through the gateway: {answer[:300]!r}")
+    return dt
+
+
+async def floor_round(session, fake: str, b: dict, stream: bool) -> float:
+    """The same three (four) calls, made by the bench client itself."""
+    k = b["bench"]["tool_calls"]
+    tool = {"type": "function", "function": {"name": "web_search", "parameters": {"type": "object"}}}
+    first = {**b, "tools": [tool]}
+    t0 = time.perf_counter()
+    async with session.post(fake + "/v1/chat/completions", json=first) as resp:
+        await resp.read()
+
+    async def one(q: str) -> None:
+        async with session.get(fake + "/search", params={"q": q, "format": "json"}) as r:
+            await r.read()
+
+    await asyncio.gather(*(one(f"{b['messages'][0]['content']} part {j}") for j in range(k)))
+    second = {**first, "messages": [*b["messages"], {"role": "assistant", "content": None, "tool_calls": []},
+                                    *({"role": "tool", "tool_call_id": f"call_{j}", "content": "r"} for j in range(k))]}
+    async with session.post(fake + "/v1/chat/completions", json=second) as resp:
+        answer = await read_answer(resp, stream)
+    dt = time.perf_counter() - t0
+    if EXPECTED not in answer:
+        raise RuntimeError(f"unexpected answer from the fake: {answer[:300]!r}")
+    return dt
+
+
+async def fake_stats(session, fake: str) -> dict:
+    async with session.get(fake + "/stats") as r:
+        return await r.json()
+
+
+async def measure(fake: str, gateways: dict, variants: list[str], modes: list[str], n: int) -> dict:
+    import aiohttp
+
+    out: dict = {}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+        for variant in variants:
+            for mode in modes:
+                stream = mode == "stream"
+                for _proc, url in gateways.values():  # warm-up: pools, lazy imports
+                    for i in range(3):
+                        await gateway_round(session, url, body(10_000 + i, variant, stream), stream)
+                        await floor_round(session, fake, body(10_000 + i, variant, stream), stream)
+                totals = {name: [] for name in gateways}
+                floors = []
+                cpu = {name: proc.cpu_s() for name, (proc, _) in gateways.items()}
+                before = await fake_stats(session, fake)
+                for i in range(n):
+                    floors.append(await floor_round(session, fake, body(i, variant, stream), stream))
+                    for name, (_, url) in gateways.items():
+                        totals[name].append(await gateway_round(session, url, body(i, variant, stream), stream))
+                after = await fake_stats(session, fake)
+                k = 2 if variant == "parallel" else 1
+                searches = after["search"] - before["search"]
+                want = n * k * (len(gateways) + 1)
+                if searches != want:
+                    raise RuntimeError(f"{variant}/{mode}: the fake provider saw {searches} searches, want {want} "
+                                       "(is the search cache on, or did the gateway drop the bench field?)")
+                for name, (proc, _) in gateways.items():
+                    cpu_ms = (proc.cpu_s() - cpu[name]) * 1000 / n
+                    # pair each gateway round with the floor round measured right before it
+                    own = [t - f for t, f in zip(totals[name], floors, strict=True)]
+                    out[(name, variant, mode)] = {
+                        "total_ms": statistics.median(totals[name]) * 1000,
+                        "floor_ms": statistics.median(floors) * 1000,
+                        "own_ms": statistics.median(own) * 1000,
+                        "own_p90_ms": sorted(own)[int(0.9 * len(own))] * 1000,
+                        "cpu_ms": cpu_ms,
+                    }
+    return out
+
+
+def report(res: dict, gateways: list[str], variants: list[str], modes: list[str], args) -> str:
+    nominal = 2 * args.model_ms + args.search_ms
+    lines = [
+        f"Search rounds: {args.requests} sequential requests per variant; fake model {args.model_ms:g} ms per call, "
+        f"fake SearXNG {args.search_ms:g} ms per search, cacheTtlMs {args.cache_ttl_ms}; nominal fakes' time per "
+        f"round = {nominal:g} ms. p50 over requests.",
+        "",
+        "| gateway | variant | mode | total ms | total − nominal ms | floor ms | gateway's own ms (p50 / p90) "
+        "| gateway CPU ms/round | target own ≤ 2 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in gateways:
+        for variant in variants:
+            for mode in modes:
+                r = res[(name, variant, mode)]
+                ok = "PASS" if r["own_ms"] <= 2.0 else "MISS"
+                lines.append(f"| {name} | {variant} | {mode} | {r['total_ms']:.1f} | {r['total_ms'] - nominal:+.2f} "
+                             f"| {r['floor_ms']:.1f} | {r['own_ms']:.2f} / {r['own_p90_ms']:.2f} | {r['cpu_ms']:.2f} "
+                             f"| {ok} |")
+    if "parallel" in variants:
+        lines.append("")
+        conc = 2 * args.model_ms + args.search_ms
+        serial = 2 * args.model_ms + 2 * args.search_ms
+        for name in gateways:
+            for mode in modes:
+                t = res[(name, "parallel", mode)]["total_ms"]
+                verdict = "concurrent (PASS)" if t < (conc + serial) / 2 else "serial (MISS)"
+                lines.append(f"- {name}, two parallel searches, {mode}: total {t:.1f} ms vs model×2 + max(search) = "
+                             f"{conc:g} ms, model×2 + sum(search) = {serial:g} ms → {verdict}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=30, help="sequential requests per variant")
+    ap.add_argument("--model-ms", type=float, default=50.0)
+    ap.add_argument("--search-ms", type=float, default=100.0)
+    ap.add_argument("--cache-ttl-ms", type=int, default=0,
+                    help="webSearch.cacheTtlMs (0: every search reaches the provider; >0 adds a store write per search)")
+    ap.add_argument("--only", choices=["single", "parallel"])
+    ap.add_argument("--modes", default="nonstream,stream")
+    ap.add_argument("--state", choices=["memory", "redis", "both"], default="memory")
+    ap.add_argument("--redis-url", help="with --state redis/both; default: start a local redis-server")
+    ap.add_argument("--quick", action="store_true", help="10 requests per variant")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.requests = 10
+    variants = [args.only] if args.only else ["single", "parallel"]
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+
+    tmp = Path(tempfile.mkdtemp(prefix="searchhub-search-bench-"))
+    try:
+        fake = harness.start_fake(tmp, chunks=20, ttfb_ms=args.model_ms, chunk_ms=0.0, search_ms=args.search_ms)
+        fake_url = f"http://127.0.0.1:{fake.port}"
+        states = ["memory", "redis"] if args.state == "both" else [args.state]
+        redis_url = args.redis_url
+        if "redis" in states and not redis_url:
+            _, redis_url = harness.start_redis(tmp)
+        gateways = {}
+        for st in states:
+            cfg = harness.gateway_config(fake_url, state=st, redis_url=redis_url, search_url=fake_url)
+            cfg["webSearch"]["cacheTtlMs"] = args.cache_ttl_ms
+            name = "gateway" if st == "memory" else "gateway-redis"
+            p = harness.start_gateway(tmp, cfg, name)
+            gateways[name] = (p, f"http://127.0.0.1:{p.port}/v1/chat/completions")
+        harness.log(f"fake backend {fake_url}, gateways {[g[1] for g in gateways.values()]}, logs in {tmp}")
+        try:
+            import uvloop
+
+            uvloop.install()
+        except ImportError:
+            pass
+        res = asyncio.run(measure(fake_url, gateways, variants, modes, args.requests))
+        print(report(res, list(gateways), variants, modes, args))
+        for name, (p, _) in gateways.items():
+            rss, hwm = p.rss_mb()
+            print(f"{name} RSS {rss:.0f} MB (peak {hwm:.0f} MB)")
+    finally:
+        harness.stop_all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
