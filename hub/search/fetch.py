@@ -1,0 +1,134 @@
+"""How an API engine's request moves: one HTTP call with a deadline, every failure an EngineError
+whose message is short, readable by a model, and free of keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import msgspec
+
+from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError
+from .sanitize import clean_text, truncate
+
+_decode = msgspec.json.decode
+_encode = msgspec.json.encode
+MESSAGE_CAP = 160
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One request to a search service, as its wire format wants it."""
+
+    method: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    params: dict[str, Any] | None = None
+    json: dict[str, Any] | None = None
+
+
+async def fetch_json(
+    client: httpx.AsyncClient, out: Outgoing, *, timeout: float, secrets: Iterable[str | None] = ()
+) -> Any:
+    headers = httpx.Headers({"accept": "application/json"})
+    headers.update(out.headers)  # case-insensitive: the engine's own spelling wins
+    content = None
+    if out.json is not None:
+        content = _encode(out.json)
+        headers.setdefault("content-type", "application/json")
+    try:
+        resp = await client.request(
+            out.method, out.url, params=out.params, content=content, headers=headers,
+            timeout=httpx.Timeout(timeout), follow_redirects=False,
+        )
+    except (httpx.ConnectError, httpx.ConnectTimeout):
+        # The aiohttp transport reports a refused connection as ConnectTimeout.
+        raise EngineError("cannot reach the search service (connection failed)") from None
+    except httpx.TimeoutException:
+        raise EngineError(f"the search service timed out after {timeout:g} s") from None
+    except httpx.HTTPError as e:
+        raise EngineError(f"cannot reach the search service ({type(e).__name__})") from None
+    if resp.status_code != 200:
+        raise status_error(resp.status_code, resp.content, secrets)
+    try:
+        return _decode(resp.content)
+    except msgspec.DecodeError:
+        raise EngineError("the search service sent malformed JSON") from None
+
+
+def status_error(status: int, body: bytes | None, secrets: Iterable[str | None] = ()) -> EngineError:
+    """A non-200 answer as an EngineError, with the provider's own short message when it has one."""
+    if status == 429:
+        what, code = "rate limited by the search service", TOO_MANY_REQUESTS
+    elif status in (401, 403):
+        what, code = "the search service refused the credentials", UNAVAILABLE
+    elif status in (402, 432, 433):
+        what, code = "the search service's quota or plan limit is reached", UNAVAILABLE
+    elif status >= 500:
+        what, code = "the search service failed", UNAVAILABLE
+    else:
+        what, code = "the search service rejected the request", UNAVAILABLE
+    detail = upstream_message(body, secrets)
+    return EngineError(f"{what} (HTTP {status}{': ' + detail if detail else ''})", code, status=status)
+
+
+def upstream_message(body: bytes | None, secrets: Iterable[str | None] = ()) -> str | None:
+    """The human part of an error body (Serper message, Brave error.detail, Exa error, Tavily
+    detail.error, GLM/Gemini error.message), redacted and capped."""
+    if not body:
+        return None
+    try:
+        data = _decode(body[:65536])
+    except msgspec.DecodeError:
+        return None
+    msg = _find_message(data)
+    if not msg:
+        return None
+    # Redact before cutting, so that a key cut in half at the cap cannot leak its first half.
+    text = redact(clean_text(redact(msg, secrets), 4000), secrets)
+    return truncate(text, MESSAGE_CAP) or None
+
+
+def _find_message(data: Any, depth: int = 0) -> str | None:
+    if isinstance(data, str):
+        return data
+    if not isinstance(data, dict) or depth > 2:
+        return None
+    for key in ("message", "detail", "error", "msg"):
+        found = _find_message(data.get(key), depth + 1)
+        if found:
+            return found
+    return None
+
+
+FRAGMENT = 8  # this many characters of a key in a row count as the key
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """Mask every secret, and every run of FRAGMENT or more characters taken from one (providers
+    like to echo a key's first or last characters back)."""
+    for s in secrets:
+        if not s or len(s) < 4:
+            continue
+        text = text.replace(s, "****")
+        if len(s) < FRAGMENT:
+            continue
+        grams = {s[i:i + FRAGMENT] for i in range(len(s) - FRAGMENT + 1)}
+        covered = [False] * len(text)
+        for i in range(len(text) - FRAGMENT + 1):
+            if text[i:i + FRAGMENT] in grams:
+                covered[i:i + FRAGMENT] = [True] * FRAGMENT
+        if any(covered):
+            out, i = [], 0
+            while i < len(text):
+                if covered[i]:
+                    while i < len(text) and covered[i]:
+                        i += 1
+                    out.append("****")
+                else:
+                    out.append(text[i])
+                    i += 1
+            text = "".join(out)
+    return text

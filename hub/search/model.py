@@ -1,0 +1,90 @@
+"""Search-capable models (seed 004's secondary call): the engine's providerKey is the preferred target
+of the web_search route; the dispatcher fails over through the route's other targets with cooldowns,
+and each target gets the request of ITS provider type (a gemini target the Gemini request)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, ClassVar
+
+from ..backends.http import AllTargetsFailed, UpstreamError, post_json
+from ..config import SEARCH_ROUTE, EngineConfig, Target
+from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError, Parsed, SearchRequest
+from .engine import Engine, EngineContext
+from .fetch import status_error
+
+_AUTH_HEADER = re.compile(r"auth|key|token|secret", re.I)
+
+
+class ModelEngine(Engine):
+    """Subclasses describe one backend family's wire: build() the request, parse() the answer."""
+
+    MAX_COUNT: ClassVar[int] = 50
+
+    def __init__(self, config: EngineConfig, ctx: EngineContext) -> None:
+        super().__init__(config, ctx)
+        if ctx.router is None or ctx.dispatcher is None:
+            raise ValueError(f"engine {config.id} needs the router and dispatcher")
+        providers = [t.provider for pool in ctx.router.config.router.routes.get(SEARCH_ROUTE, ()) for t in pool.targets]
+        self._secrets = tuple(dict.fromkeys(
+            s for p in providers
+            for s in (p.api_key, *(v for k, v in p.headers.items() if _AUTH_HEADER.search(k)))
+            if s
+        ))
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self._secrets
+
+    @classmethod
+    def build(cls, target: Target, req: SearchRequest, options: dict) -> tuple[str, dict[str, str], dict]:
+        """(url, headers, body) of the search request to this target."""
+        raise NotImplementedError
+
+    @staticmethod
+    def parse(data: Any) -> Parsed:
+        """The model's answer -> raw hits and the answer text as summary; EngineError if malformed."""
+        raise NotImplementedError
+
+    async def run(self, req: SearchRequest) -> Parsed:
+        ctx = self.ctx
+        assert ctx.router is not None and ctx.dispatcher is not None
+        candidates = tuple(
+            t for t in ctx.router.candidates(SEARCH_ROUTE, prefer=self.config.provider_key)
+            if t.provider.type in ctx.backends
+        )
+        if not candidates:
+            raise EngineError(f"no search-capable target in virtualrouter.routing.{SEARCH_ROUTE}")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
+        retries = ctx.router.config.router.retries
+        options = self.config.options
+
+        async def call(target: Target) -> Parsed:
+            backend: type[ModelEngine] = ctx.backends[target.provider.type]
+            url, headers, body = backend.build(target, req, options)
+            timeout = max(deadline - loop.time(), 0.05)
+            try:
+                data = await post_json(ctx.client, target.provider, url, body, headers, retries=retries,
+                                       timeout=timeout)
+            except UpstreamError as e:
+                # The request is ours, not a client's: any target failure (a 4xx too, e.g. a
+                # revoked key) is a reason to try the next target.
+                e.retryable = True
+                if e.status is not None and e.body is not None:  # an HTTP error: say what it was
+                    e.reason = status_error(e.status, e.body, self.secrets).message
+                raise
+            try:
+                return backend.parse(data)
+            except EngineError as e:  # a malformed answer: let the next target try
+                raise UpstreamError(e.message, status=502) from None
+
+        try:
+            parsed, _ = await ctx.dispatcher.run(SEARCH_ROUTE, candidates, call)
+        except AllTargetsFailed as e:
+            tried = "; ".join(f"{a.target}: {a.reason}" for a in e.attempts) or "no target was available"
+            rate_limited = bool(e.attempts) and all(a.status == 429 for a in e.attempts)
+            raise EngineError(f"no search backend answered ({tried})",
+                              TOO_MANY_REQUESTS if rate_limited else UNAVAILABLE) from None
+        return parsed

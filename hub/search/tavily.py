@@ -1,0 +1,42 @@
+"""Tavily: `POST {base}/search` with `Authorization: Bearer`; its answer is the summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Parsed, RawHit, SearchRequest
+from .engine import ApiEngine, malformed
+from .fetch import Outgoing
+
+TIME_RANGE = {"oneDay": "day", "oneWeek": "week", "oneMonth": "month", "oneYear": "year"}
+
+
+class TavilyEngine(ApiEngine):
+    DEFAULT_BASE_URL = "https://api.tavily.com"
+    MAX_COUNT = 20  # Tavily's own limit for `max_results`
+
+    def request(self, req: SearchRequest) -> Outgoing:
+        body = self.options(
+            query=req.query,
+            max_results=min(req.count, self.MAX_COUNT),
+            search_depth=self.config.options.get("search_depth", "basic"),
+            topic=self.config.options.get("topic", "general"),
+            include_answer=self.config.options.get("include_answer", True),
+            time_range=TIME_RANGE.get(req.recency or ""),
+            include_domains=list(req.allowed_domains) or None,
+            exclude_domains=list(req.blocked_domains) or None,
+        )
+        headers = {"Authorization": f"Bearer {self.config.api_key or ''}"}
+        return Outgoing("POST", f"{self.base_url}/search", headers, json=body)
+
+    @staticmethod
+    def parse(data: Any) -> Parsed:
+        if not isinstance(data, dict) or not isinstance(data.get("results", []), list):
+            raise malformed("Tavily", "'results' is not a list")
+        hits = [
+            RawHit(r.get("title"), r.get("url"), r.get("content"), None, r.get("published_date"))
+            for r in data.get("results", [])
+            if isinstance(r, dict)
+        ]
+        answer = data.get("answer")
+        return Parsed(hits, answer if isinstance(answer, str) else None)
