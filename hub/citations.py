@@ -46,8 +46,23 @@ def error_content(message: str, engine: str | None = None) -> str:
     return _enc(body).decode()
 
 
+def sources_from_content(content: str) -> list[Source]:
+    """Recover the numbered sources of a tool message written by tool_content (spliced history)."""
+    try:
+        payload = msgspec.json.decode(content)
+    except msgspec.DecodeError:
+        return []
+    if not isinstance(payload, dict) or not isinstance(payload.get("results"), list):
+        return []
+    out = []
+    for r in payload["results"]:
+        if isinstance(r, dict) and isinstance(r.get("n"), int) and isinstance(r.get("url"), str):
+            out.append(Source(r["n"], r["url"], str(r.get("title") or ""), str(r.get("snippet") or "")))
+    return out
+
+
 _MARKER = re.compile(r"\[(\d{1,3}(?:\s*[,，]\s*\d{1,3})*)\]|【(\d{1,3})】|\[ref_(\d{1,3})\]")
-_BOUNDARY = re.compile(r"[.!?。！？\n](?=[^.!?。！？\n]*$)")
+_BOUNDARY = re.compile(r"[.!?](?=\s)|[。！？\n]")
 
 
 def annotate(text: str, sources: dict[int, Source]) -> list[dict]:
@@ -64,8 +79,10 @@ def annotate(text: str, sources: dict[int, Source]) -> list[dict]:
         if not cited:
             continue
         before = text[floor:m.start()].rstrip(" .!?。！？")
-        b = _BOUNDARY.search(before)
-        start = floor + (b.end() if b else 0)
+        last = None
+        for last in _BOUNDARY.finditer(before):
+            pass
+        start = floor + (last.end() if last else 0)
         while start < m.start() and text[start].isspace():
             start += 1
         for s in cited:

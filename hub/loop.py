@@ -32,6 +32,7 @@ def _norm(query: str) -> str:
 class LoopState:
     limits: Limits
     hosted: HostedSearch | None = None
+    engine_hint: str | None = None
     started: float = field(default_factory=time.monotonic)
     rounds: int = 0  # rounds in which the model called web_search
     result_bytes: int = 0
@@ -78,7 +79,8 @@ async def run_round(state: LoopState, calls: list[dict], search, *, emit: Emit |
         except ArgumentError as e:
             messages[i] = _tool(call_id, f"Error: {e}")
             continue
-        key = f"{_norm(args.query)}|{args.engine or ''}"
+        engine = args.engine or state.engine_hint
+        key = f"{_norm(args.query)}|{engine or ''}"
         if key in state.seen:
             messages[i] = _tool(call_id, error_content(
                 f"you already searched for '{args.query}'; answer from the results above"))
@@ -86,8 +88,8 @@ async def run_round(state: LoopState, calls: list[dict], search, *, emit: Emit |
             continue
         hosted = state.hosted
         if hosted and hosted.max_uses is not None and len(state.searches) + len(jobs) >= hosted.max_uses:
-            sc = SearchCall(call_id, args.query, args.engine)
-            sc.result = _max_uses_result(args.query, args.engine)
+            sc = SearchCall(call_id, args.query, engine)
+            sc.result = _max_uses_result(args.query, engine)
             state.searches.append(sc)
             if emit:
                 emit(SearchStarted(sc))
@@ -96,10 +98,10 @@ async def run_round(state: LoopState, calls: list[dict], search, *, emit: Emit |
             state.stop("max_uses")
             continue
         state.seen.add(key)
-        sc = SearchCall(call_id, args.query, args.engine)
+        sc = SearchCall(call_id, args.query, engine)
         count = args.count or count_hint
         coro = search.search(
-            args.query, engine=args.engine, count=count, recency=args.recency,
+            args.query, engine=engine, count=count, recency=args.recency,
             allowed_domains=hosted.allowed_domains if hosted else (),
             blocked_domains=hosted.blocked_domains if hosted else (),
             user_location=hosted.user_location if hosted else None,

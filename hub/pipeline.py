@@ -10,12 +10,12 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import chain as chains
 from . import metrics
-from .citations import annotate
+from .citations import annotate, sources_from_content
 from .config import Limits, Target
 from .errors import Unavailable
 from .events import Keepalive, Options, Outcome
@@ -45,6 +45,8 @@ class Plan:
     chain: str | None = None
     had_state: bool = False
     count_hint: int | None = None
+    engine_hint: str | None = None  # engine for calls that name none (Google-preferred narrowing)
+    prior_sources: list = field(default_factory=list)  # hits of spliced hidden searches
 
 
 def _tool_name(tool: dict) -> str | None:
@@ -117,6 +119,8 @@ class Pipeline:
             plan.had_state = state is not None
             if state and state.hidden:
                 messages = chains.splice(messages, state)
+                plan.prior_sources = [s for h in state.hidden for r in h.results
+                                      for s in sources_from_content(r.get("content") or "")]
 
         intent = None
         opted_in = body.get("enable_web_search") is True or isinstance(body.get("web_search_options"), dict)
@@ -154,7 +158,9 @@ class Pipeline:
         new_body = {**body, "messages": messages}
         if not client_has_ours:
             engines = rt.search.engines(google_only=plan.google)
-            engine_required = ws.default_engine is None and len(engines) > 1
+            engine_required = ws.default_engine is None and len(ws.engines) > 1
+            if plan.google and engines and (ws.default_engine is None or not ws.default_engine.google):
+                plan.engine_hint = engines[0].id
             tool = web_search_tool([(e.id, e.description) for e in engines],
                                    engine_required=engine_required, name=ws.tool_name)
             new_body["tools"] = [*tools, tool]
@@ -163,6 +169,13 @@ class Pipeline:
             plan.count_hint = _CONTEXT_COUNTS.get(opts.hosted.context_size)
         metrics.WEB_SEARCH_INJECTIONS.labels(provider.type).inc()
         return plan
+
+    def _new_loop(self, plan: Plan, opts: Options) -> LoopState:
+        state = LoopState(plan.limits, opts.hosted, engine_hint=plan.engine_hint)
+        for src in plan.prior_sources:
+            state.sources[src.n] = src
+            state.next_n = max(state.next_n, src.n + 1)
+        return state
 
     def _round_body(self, plan: Plan, messages: list[dict], allow_tool: bool, first: bool, stream: bool) -> dict:
         b = dict(plan.body)
@@ -194,7 +207,7 @@ class Pipeline:
             resp, target = await dispatcher.complete(plan.route, plan.candidates, plan.body)
             return Outcome(normalize_completion(resp), target=target.key)
 
-        state = LoopState(plan.limits, opts.hosted)
+        state = self._new_loop(plan, opts)
         messages = list(plan.body["messages"])
         candidates = plan.candidates
         texts: list[str] = []
@@ -274,7 +287,7 @@ class Pipeline:
         if plan.ours is None:
             it, _ = await dispatcher.stream(plan.route, plan.candidates, plan.body)
             return _relay(it)
-        state = LoopState(plan.limits, opts.hosted)
+        state = self._new_loop(plan, opts)
         allow = state.tool_allowed()
         messages = list(plan.body["messages"])
         it, target = await dispatcher.stream(
