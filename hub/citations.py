@@ -79,10 +79,8 @@ def annotate(text: str, sources: dict[int, Source]) -> list[dict]:
         if not cited:
             continue
         before = text[floor:m.start()].rstrip(" .!?。！？")
-        last = None
-        for last in _BOUNDARY.finditer(before):
-            pass
-        start = floor + (last.end() if last else 0)
+        ends = [b.end() for b in _BOUNDARY.finditer(before)]
+        start = floor + (ends[-1] if ends else 0)
         while start < m.start() and text[start].isspace():
             start += 1
         for s in cited:
