@@ -165,6 +165,23 @@ def test_hosted_web_search(gateway, fake_model, search, stream) -> None:
     assert r.usage.total_tokens == 30
 
 
+def test_hosted_search_options_reach_the_engine(gateway, fake_model, search) -> None:
+    gw = gateway(ws_config(fake_model.url, search))
+    fake_model.script(
+        {"tool_calls": [{"name": "web_search", "arguments": {"query": "rust release"}},
+                        {"name": "web_search", "arguments": {"query": "rust blog"}}]},
+        {"content": "Rust 1.91 [1]."},
+    )
+    r = sdk(gw).responses.create(model="default", input="rust?", store=False, max_tool_calls=1, tools=[
+        {"type": "web_search", "filters": {"allowed_domains": ["rust-lang.org"]},
+         "user_location": {"type": "approximate", "country": "DE"}}])
+    calls = search[0].calls("serper")
+    assert len(calls) == 1 and "site:rust-lang.org" in calls[0].json["q"]  # max_tool_calls=1: one search ran
+    assert [o.type for o in r.output] == ["web_search_call", "web_search_call", "message"]
+    shown = {o.action.query: o.action.sources for o in r.output[:2]}
+    assert shown["rust blog"] == [] and shown["rust release"]  # the refused search shows, without sources
+
+
 def test_searches_without_the_hosted_tool_stay_invisible(gateway, fake_model, search) -> None:
     gw = gateway(ws_config(fake_model.url, search))
     fake_model.script({"tool_calls": [{"name": "web_search", "arguments": {"query": "rust"}}]},
