@@ -124,6 +124,18 @@ def test_search_execution_provider_failure(gateway, fake_model, search, stream, 
     assert fake_model.requests == []
 
 
+def test_search_execution_keepalive_while_searching(gateway, fake_model, search) -> None:
+    """A slow engine: the stream opens at once and pings until the results are there."""
+    gw = gateway(ws_config(fake_model.url, search, timeoutMs=10000))
+    search[0].script("serper", Reply(delay=5.5))
+    events, message = replay(gw, load(EXEC[0])["request"], stream=True)
+    names = [n for n, _ in events]
+    first_result = next(i for i, (n, d) in enumerate(events)
+                        if n == "content_block_start" and d["content_block"]["type"] == "web_search_tool_result")
+    assert "ping" in names[:first_result] and names.index("content_block_start") < names.index("ping")
+    assert isinstance(message["content"][1]["content"], list)
+
+
 @pytest.mark.parametrize(("query", "code"), [("", "invalid_tool_input"), ("x" * 600, "query_too_long")])
 def test_search_execution_bad_input(gateway, fake_model, search, query, code) -> None:
     gw = gateway(ws_config(fake_model.url, search))

@@ -294,6 +294,45 @@ def test_any_json_gives_a_chat_body_or_bad_request(body) -> None:
     assert estimate_input_tokens(body) >= 1
 
 
+_item = st.one_of(
+    _json,
+    st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries({}, optional={
+        "delta": st.fixed_dictionaries({}, optional={
+            "content": _json, "reasoning_content": _json, "annotations": _json,
+            "tool_calls": st.lists(st.fixed_dictionaries({}, optional={
+                "index": _json, "id": _json, "function": st.fixed_dictionaries({}, optional={
+                    "name": _json, "arguments": _json})}), max_size=2) | _json}) | _json,
+        "finish_reason": _json}), max_size=2) | _json}, optional={"usage": _json}),
+    st.builds(Keepalive),
+    st.builds(lambda q: SearchStarted(SearchCall("call_1", q)), st.text(max_size=5)),
+    st.builds(lambda q: SearchFinished(SearchCall("call_1", q, "e", SearchResult("e", q, (RUST,)))),
+              st.text(max_size=5)),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_item, max_size=8), st.booleans(), st.booleans())
+def test_stream_encoder_never_breaks_framing(items, hosted, thinking) -> None:
+    """Whatever the pipeline yields, the events stay well-formed: blocks open and close in order."""
+    extra = {"tools": [{"type": "web_search_20250305", "name": "web_search"}]} if hosted else {}
+    if thinking:
+        extra["thinking"] = {"type": "adaptive"}
+    _, ctx = to_chat(req(stream=True, **extra))
+    events = parse_sse(encode(ctx, items))
+    open_index = None
+    next_index = 0
+    for name, data in events:
+        if name == "content_block_start":
+            assert open_index is None and data["index"] == next_index
+            open_index, next_index = data["index"], next_index + 1
+        elif name == "content_block_delta":
+            assert data["index"] == open_index
+        elif name == "content_block_stop":
+            assert data["index"] == open_index
+            open_index = None
+    assert open_index is None and [n for n, _ in events][-2:] == ["message_delta", "message_stop"]
+
+
 def test_every_claude_code_fixture_translates() -> None:
     for path in sorted(FIXTURES.glob("*.json")):
         body = json.loads(path.read_text())["request"]["body"]

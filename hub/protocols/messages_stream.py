@@ -161,14 +161,16 @@ class MessagesStream:
         return out + self._close()
 
     def _citations(self, annotations: list) -> bytes:
+        """Chat reports citations after the text, so they go to the text block still open (its spans
+        are lost); Anthropic puts citations on a text block, so without one they get their own."""
+        parsed = [p for a in annotations if (p := url_citation(a)) is not None]
+        if not parsed:
+            return b""
         out = b""
-        if self._open != "text":  # Anthropic puts citations on a text block; give them one
+        if self._open != "text":
             out += self._open_block("text", {"type": "text", "text": "", "citations": []})
-        for annotation in annotations:
-            parsed = url_citation(annotation)
-            if parsed is not None:
-                url, title, _, _ = parsed
-                out += self._delta({"type": "citations_delta", "citation": self._hits.citation(url, title, "")})
+        for url, title, _, _ in parsed:
+            out += self._delta({"type": "citations_delta", "citation": self._hits.citation(url, title, "")})
         return out
 
     # --- tool calls -----------------------------------------------------------------------------
