@@ -127,7 +127,7 @@ def assert_plain(text: str, newlines: bool = False) -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(ENGINES))
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), req=requests, char_cap=st.integers(100, 4000), max_bytes=st.integers(1024, 40000))
 def test_any_payload_gives_a_bounded_result_or_an_error(kind, data, req, char_cap, max_bytes):
     payload = data.draw(shaped(SHAPES[kind]) | payloads, label="payload")
@@ -207,7 +207,7 @@ def searxng():
     f.server.stop()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=st.one_of(st.text(max_size=600), st.none(), st.integers(), st.sampled_from(NASTY)),
        engine=st.one_of(st.none(), st.sampled_from(["s", "S", "x", ""]), st.integers()),
        count=leaves, recency=st.one_of(st.sampled_from([None, *RECENCY]), texts),
