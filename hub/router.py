@@ -98,10 +98,9 @@ class Router:
                     cooling.append((left, t))
                 else:
                     ready.append(t)
-        ordered = ready + [t for _, t in sorted(cooling, key=lambda x: x[0])]
         if prefer:
-            ordered.sort(key=lambda t: t.key != prefer)
-        return tuple(ordered)
+            ready.sort(key=lambda t: t.key != prefer)  # a cooling preferred target waits its turn
+        return tuple(ready + [t for _, t in sorted(cooling, key=lambda x: x[0])])
 
     def _rotated(self, pool: Pool) -> tuple[Target, ...]:
         ts = pool.targets
