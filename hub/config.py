@@ -104,6 +104,7 @@ class WebSearchConfig:
     chain_ttl_s: float
     fallback: bool
     exec_summary: str
+    keepalive_s: float = 5.0
 
     def limits_for(self, provider_id: str) -> Limits:
         return self.per_backend.get(provider_id, self.limits)
@@ -475,6 +476,7 @@ def _build_web_search(
         chain_ttl_s=ws.get("chainTtlMs", 3600000) / 1000,
         fallback=ws.get("fallback", False),
         exec_summary=ws.get("execSummary", "digest"),
+        keepalive_s=ws.get("keepaliveMs", 5000) / 1000,
     )
 
 

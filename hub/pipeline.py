@@ -20,6 +20,7 @@ from .config import Limits, Target
 from .errors import Unavailable
 from .events import Keepalive, Options, Outcome
 from .intent import classify, latest_user_text
+from .logctx import chain_id_var
 from .loop import LoopState, run_round
 from .protocols.chat import StreamNormalizer, ToolCallAssembler, normalize_completion
 from .tools import web_search_tool
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 log = logging.getLogger("searchhub.pipeline")
-KEEPALIVE_S = 5.0
 _CLIENT_SEARCH_TOOL = re.compile(r"search", re.I)
 _CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}
 
@@ -115,6 +115,7 @@ class Pipeline:
         state = None
         if opts.chain_id or (messages and messages[-1].get("role") == "tool"):
             plan.chain = chains.chain_key(opts.client_key, messages, opts.chain_id)
+            chain_id_var.set(plan.chain[6:18])
             state = await chains.load(rt.store, plan.chain)
             plan.had_state = state is not None
             if state and state.hidden:
@@ -234,6 +235,7 @@ class Pipeline:
             finish = choice.get("finish_reason")
             if not ours or not allow:
                 break
+            log.info("round %d: %d web_search call(s) on %s", state.rounds + 1, len(ours), target.key)
             tool_msgs = await run_round(state, ours, self.rt.search, count_hint=plan.count_hint)
             if theirs:
                 await self._save_hidden(plan, opts, {**msg, "role": "assistant"},
@@ -361,12 +363,13 @@ class Pipeline:
                 our_calls = ours.calls() if kinds and any(kinds.values()) else []
                 if not our_calls or not allow:
                     break
+                log.info("round %d: %d web_search call(s) on %s", state.rounds + 1, len(our_calls), target.key)
                 queue: list = []
                 task = asyncio.ensure_future(
                     run_round(state, our_calls, self.rt.search, emit=queue.append, count_hint=plan.count_hint))
                 try:
                     while True:
-                        done, _ = await asyncio.wait({task}, timeout=KEEPALIVE_S)
+                        done, _ = await asyncio.wait({task}, timeout=self.rt.config.web_search.keepalive_s)
                         while queue:
                             yield queue.pop(0)
                         if done:

@@ -33,7 +33,7 @@ class JsonFormatter(logging.Formatter):
 
 
 def setup_logging(level: str) -> None:
-    from routes.common import RequestContextFilter
+    from .logctx import RequestContextFilter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import hmac
-import logging
 import secrets
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -17,23 +15,13 @@ from starlette.responses import JSONResponse, Response
 from hub.backends.http import AllTargetsFailed, UpstreamError
 from hub.errors import BadRequest, GatewayError, PayloadTooLarge
 from hub.events import Options
+from hub.logctx import RequestContextFilter, chain_id_var, request_id_var  # noqa: F401 (re-exported)
 from hub.router import UnknownTarget
 from hub.runtime import Runtime
 
 T = TypeVar("T")
-request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
-chain_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("chain_id", default="-")
 _decode = msgspec.json.decode
 _encode = msgspec.json.encode
-
-
-class RequestContextFilter(logging.Filter):
-    """Puts the request id and chain id on every log record."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = request_id_var.get()
-        record.chain_id = chain_id_var.get()
-        return True
 
 
 def runtime(request: Request) -> Runtime:

@@ -362,3 +362,16 @@ def test_metrics_exposed(gateway, fake_model, search_fakes) -> None:
                  "searchhub_upstream_duration_seconds"):
         assert name in text
     assert 'web_search_injections_total{backend_type="vllm"}' in text
+
+
+def test_stream_keepalive_while_searching(gateway, fake_model, search_fakes) -> None:
+    from .fakes.search_providers import Reply
+
+    gw = gateway(search_config(fake_model.url, [searxng_engine(search_fakes)], keepaliveMs=100))
+    search_fakes.script("searxng", Reply(delay=0.5))
+    fake_model.default = answer_after_search("done [1]")
+    with httpx.stream("POST", gw.url + "/v1/chat/completions", json={
+            "model": "d", "stream": True, "messages": [{"role": "user", "content": "search the web for rust"}]}) as r:
+        lines = [line for line in r.iter_lines() if line]
+    assert sum(1 for line in lines if line.startswith(":")) >= 3
+    assert lines[-1] == "data: [DONE]"
