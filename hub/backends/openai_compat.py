@@ -20,6 +20,8 @@ def chat_url(provider: Provider) -> str:
     base = provider.base_url
     if provider.type == "gemini" and not base.endswith("/openai"):
         return base + "/v1beta/openai/chat/completions"
+    if provider.type == "anthropic" and not base.endswith("/v1"):
+        return base + "/v1/chat/completions"  # Anthropic's OpenAI-compatible endpoint
     return base + "/chat/completions"
 
 
