@@ -11,14 +11,9 @@ import pytest
 
 from hub.claude_code import PREFIX, search_execution_query
 
-from . import test_messages_gateway as _gateway_tests
 from .fakes.search_providers import CORPUS, Reply
 from .test_messages import accumulate, parse_sse
 from .test_messages_gateway import ws_config
-
-# the fake search providers' fixtures, shared with the gateway tests
-_search_server = _gateway_tests._search_server
-search = _gateway_tests.search
 
 FIXTURES = Path("/work/shared/fixtures/claude-code")
 _DROP_HEADERS = {"host", "content-length", "connection", "accept-encoding", "x-api-key"}
@@ -79,9 +74,9 @@ def check_tool_input_via_deltas(events) -> None:
 
 @pytest.mark.parametrize("name", EXEC)
 @pytest.mark.parametrize("stream", [None, False])  # as recorded, and Claude Code's non-streaming retry
-def test_search_execution_fixture(gateway, fake_model, search, name, stream) -> None:
+def test_search_execution_fixture(gateway, fake_model, search_fakes, name, stream) -> None:
     fixture = load(name)
-    gw = gateway(ws_config(fake_model.url, search))
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     events, message = replay(gw, fixture["request"], stream=stream)
     blocks = message["content"]
     assert [b["type"] for b in blocks] == ["server_tool_use", "web_search_tool_result", "text"]
@@ -103,7 +98,7 @@ def test_search_execution_fixture(gateway, fake_model, search, name, stream) -> 
         check_tool_input_via_deltas(events)
         assert events[-2][1]["usage"]["server_tool_use"] == {"web_search_requests": 1, "web_fetch_requests": 0}
     # one search, with the query from the text; no model round at all
-    calls = search[0].calls("serper")
+    calls = search_fakes.calls("serper")
     assert len(calls) == 1 and calls[0].json["q"] == QUERY
     assert fake_model.requests == []
 
@@ -113,9 +108,9 @@ def test_search_execution_fixture(gateway, fake_model, search, name, stream) -> 
     (Reply(status=500, body={"message": "internal"}), "unavailable"),
     (Reply(status=429, body={"message": "rate limited"}), "too_many_requests"),
 ])
-def test_search_execution_provider_failure(gateway, fake_model, search, stream, reply, code) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
-    search[0].script("serper", reply)
+def test_search_execution_provider_failure(gateway, fake_model, search_fakes, stream, reply, code) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
+    search_fakes.script("serper", reply)
     events, message = replay(gw, load(EXEC[0])["request"], stream=stream)
     assert [b["type"] for b in message["content"]] == ["server_tool_use", "web_search_tool_result", "text"]
     assert message["content"][1]["content"] == {"type": "web_search_tool_result_error", "error_code": code}
@@ -124,10 +119,10 @@ def test_search_execution_provider_failure(gateway, fake_model, search, stream, 
     assert fake_model.requests == []
 
 
-def test_search_execution_keepalive_while_searching(gateway, fake_model, search) -> None:
+def test_search_execution_keepalive_while_searching(gateway, fake_model, search_fakes) -> None:
     """A slow engine: the stream opens at once and pings until the results are there."""
-    gw = gateway(ws_config(fake_model.url, search, timeoutMs=10000))
-    search[0].script("serper", Reply(delay=5.5))
+    gw = gateway(ws_config(fake_model.url, search_fakes, timeoutMs=10000))
+    search_fakes.script("serper", Reply(delay=5.5))
     events, message = replay(gw, load(EXEC[0])["request"], stream=True)
     names = [n for n, _ in events]
     first_result = next(i for i, (n, d) in enumerate(events)
@@ -137,26 +132,26 @@ def test_search_execution_keepalive_while_searching(gateway, fake_model, search)
 
 
 @pytest.mark.parametrize(("query", "code"), [("", "invalid_tool_input"), ("x" * 600, "query_too_long")])
-def test_search_execution_bad_input(gateway, fake_model, search, query, code) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_search_execution_bad_input(gateway, fake_model, search_fakes, query, code) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     request = copy.deepcopy(load(EXEC[0])["request"])
     request["body"]["messages"][0]["content"][0]["text"] = PREFIX + query
     _, message = replay(gw, request, stream=False)
     assert message["content"][1]["content"]["error_code"] == code
-    assert search[0].calls("serper") == []
+    assert search_fakes.calls("serper") == []
 
 
-def test_search_execution_domain_filters(gateway, fake_model, search) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_search_execution_domain_filters(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     request = copy.deepcopy(load(EXEC[0])["request"])
     request["body"]["tools"][0].update(allowed_domains=["rust-lang.org"], blocked_domains=None)
     replay(gw, request, stream=False)
-    assert search[0].calls("serper")[0].json["q"] == f"{QUERY} site:rust-lang.org"
+    assert search_fakes.calls("serper")[0].json["q"] == f"{QUERY} site:rust-lang.org"
 
 
 @pytest.mark.parametrize("stream", [True, False])
-def test_search_execution_model_summary(gateway, fake_model, search, stream) -> None:
-    gw = gateway(ws_config(fake_model.url, search, execSummary="model"))
+def test_search_execution_model_summary(gateway, fake_model, search_fakes, stream) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes, execSummary="model"))
     fake_model.script({"content": "Rust 1.91.0 was released on October 30, 2025 (blog.rust-lang.org)."})
     events, message = replay(gw, load(EXEC[0])["request"], stream=stream)
     assert [b["type"] for b in message["content"]] == ["server_tool_use", "web_search_tool_result", "text"]
@@ -169,8 +164,8 @@ def test_search_execution_model_summary(gateway, fake_model, search, stream) -> 
 
 
 @pytest.mark.parametrize("stream", [True, False])
-def test_search_execution_model_summary_falls_back_to_digest(gateway, fake_model, search, stream) -> None:
-    gw = gateway(ws_config(fake_model.url, search, execSummary="model"))
+def test_search_execution_model_summary_falls_back_to_digest(gateway, fake_model, search_fakes, stream) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes, execSummary="model"))
     fake_model.script({"status": 500})
     _, message = replay(gw, load(EXEC[0])["request"], stream=stream)
     assert "The Rust team is happy to announce" in message["content"][2]["text"]
@@ -186,9 +181,9 @@ def _script_from_recording(fake_model, recorded: dict) -> None:
 
 
 @pytest.mark.parametrize("name", MAIN)
-def test_main_request_fixture(gateway, fake_model, search, name) -> None:
+def test_main_request_fixture(gateway, fake_model, search_fakes, name) -> None:
     fixture = load(name)
-    gw = gateway(ws_config(fake_model.url, search))
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     recorded = recorded_message(fixture["response"])
     _script_from_recording(fake_model, recorded)
     events, message = replay(gw, fixture["request"])
@@ -210,13 +205,13 @@ def test_main_request_fixture(gateway, fake_model, search, name) -> None:
     assert offered <= set(names)
     if any(t["name"] == "WebSearch" for t in body["tools"]):
         assert "WebSearch" in names
-    assert search[0].calls("serper") == []
+    assert search_fakes.calls("serper") == []
 
 
-def test_full_flow_snippets_reach_the_main_model(gateway, fake_model, search) -> None:
+def test_full_flow_snippets_reach_the_main_model(gateway, fake_model, search_fakes) -> None:
     """main request -> WebSearch tool_use -> search execution -> tool_result built like Claude Code
     does -> final request: the main model sees the snippets."""
-    gw = gateway(ws_config(fake_model.url, search))
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     _, exec_message = replay(gw, load("ws-direct-002-POST-websearch-exec-sse.json")["request"])
     final = copy.deepcopy(load("ws-direct-003-POST-main-final-after-tool-result-sse.json")["request"])
     result = final["body"]["messages"][-1]["content"][0]

@@ -13,32 +13,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .conftest import base_config
-from .fakes.search_providers import KEYS, FakeSearchProviders, Reply
+from .conftest import base_config, serper_engine
+from .fakes.search_providers import Reply
 from .fakes.server import ServerThread
 
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
 HI = [{"role": "user", "content": "hi"}]
 
 
-@pytest.fixture(scope="session")
-def _search_server() -> Iterator[tuple[FakeSearchProviders, ServerThread]]:
-    fakes = FakeSearchProviders()
-    server = ServerThread(fakes.app).start()
-    yield fakes, server
-    server.stop()
-
-
-@pytest.fixture
-def search(_search_server) -> tuple[FakeSearchProviders, ServerThread]:
-    _search_server[0].reset()
-    return _search_server
-
-
-def ws_config(model_url: str, search, *, aliases: dict | None = None, **web_search) -> dict:
+def ws_config(model_url: str, search_fakes, *, aliases: dict | None = None, **web_search) -> dict:
     """base_config plus one Serper engine on the fake providers (no result cache, so every search is seen)."""
-    fakes, server = search
-    engine = {"id": "google", "type": "serper", "apiKey": KEYS["serper"], "baseURL": fakes.base_url(server, "serper")}
+    engine = serper_engine(search_fakes, id="google")
     cfg = base_config(model_url, webSearch={"engines": [engine], "cacheTtlMs": 0, **web_search})
     if aliases:
         cfg["modelAliases"] = aliases
@@ -56,8 +41,8 @@ def types(message) -> list[str]:
 # --- plain messages -----------------------------------------------------------------------------
 
 
-def test_sdk_message_and_what_the_backend_receives(gateway, fake_model, search) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_sdk_message_and_what_the_backend_receives(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     fake_model.script({"content": "hello there"})
     m = sdk(gw).messages.create(model="claude-sonnet-4-5", max_tokens=50, system="be brief", messages=HI,
                                 stop_sequences=["END"], metadata={"user_id": "u1"}, extra_body={"temperature": 0.3})
@@ -71,8 +56,8 @@ def test_sdk_message_and_what_the_backend_receives(gateway, fake_model, search) 
     assert "metadata" not in sent
 
 
-def test_sdk_stream(gateway, fake_model, search) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_sdk_stream(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     fake_model.script({"content": "one two three", "reasoning": "thinking hard"})
     with sdk(gw).messages.stream(model="claude-opus-5-5", max_tokens=50, messages=HI,
                                  thinking={"type": "enabled", "budget_tokens": 2000}) as s:
@@ -85,8 +70,8 @@ def test_sdk_stream(gateway, fake_model, search) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_client_tool_use(gateway, fake_model, search, stream) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_client_tool_use(gateway, fake_model, search_fakes, stream) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     fake_model.script({"content": "Checking.", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]})
     kw = dict(model="claude-sonnet-4-5", max_tokens=50, messages=[{"role": "user", "content": "weather in Paris?"}],
               tools=[{"name": "get_weather", "input_schema": {"type": "object",
@@ -108,8 +93,8 @@ def test_client_tool_use(gateway, fake_model, search, stream) -> None:
     assert sent[-1] == {"role": "tool", "tool_call_id": m.content[1].id, "content": "18°C"}
 
 
-def test_model_aliases(gateway, fake_model, fake_model_b, search) -> None:
-    cfg = ws_config(fake_model.url, search, aliases={"haiku": "small.qwen3-4b", "reasoning": "local.big"})
+def test_model_aliases(gateway, fake_model, fake_model_b, search_fakes) -> None:
+    cfg = ws_config(fake_model.url, search_fakes, aliases={"haiku": "small.qwen3-4b", "reasoning": "local.big"})
     cfg["providers"]["small"] = {"type": "ollama", "baseURL": fake_model_b.url}
     gw = gateway(cfg)
     fake_model_b.script({"content": "from the small model"})
@@ -129,8 +114,8 @@ def _search_script(fake_model, *queries: str, answer: str = "Rust 1.91.0 is out 
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_server_tool_search_blocks_and_citations(gateway, fake_model, search, stream) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_server_tool_search_blocks_and_citations(gateway, fake_model, search_fakes, stream) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     _search_script(fake_model, "rust release")
     kw = dict(model="claude-sonnet-4-5", max_tokens=200, messages=[{"role": "user", "content": "latest rust?"}],
               tools=[WEB_SEARCH])
@@ -155,12 +140,12 @@ def test_server_tool_search_blocks_and_citations(gateway, fake_model, search, st
     # the backend never saw the server tool; it got the gateway's web_search function instead
     names = [t["function"]["name"] for t in fake_model.requests[0]["tools"]]
     assert names == ["web_search"]
-    assert len(search[0].calls("serper")) == 1
+    assert len(search_fakes.calls("serper")) == 1
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_server_tool_max_uses_exceeded(gateway, fake_model, search, stream) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_server_tool_max_uses_exceeded(gateway, fake_model, search_fakes, stream) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     _search_script(fake_model, "first query", "second query", answer="Done.")
     kw = dict(model="claude-sonnet-4-5", max_tokens=200, messages=[{"role": "user", "content": "research rust"}],
               tools=[{**WEB_SEARCH, "max_uses": 1}])
@@ -174,13 +159,13 @@ def test_server_tool_max_uses_exceeded(gateway, fake_model, search, stream) -> N
     assert isinstance(m.content[1].content, list)
     assert m.content[3].content.error_code == "max_uses_exceeded"
     assert m.usage.server_tool_use.web_search_requests == 1
-    assert len(search[0].calls("serper")) == 1
+    assert len(search_fakes.calls("serper")) == 1
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_server_tool_provider_failure_is_an_error_block(gateway, fake_model, search, stream) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
-    search[0].script("serper", Reply(status=500, body={"message": "internal"}))
+def test_server_tool_provider_failure_is_an_error_block(gateway, fake_model, search_fakes, stream) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
+    search_fakes.script("serper", Reply(status=500, body={"message": "internal"}))
     _search_script(fake_model, "rust release", answer="I could not search.")
     kw = dict(model="claude-sonnet-4-5", max_tokens=200, messages=[{"role": "user", "content": "latest rust?"}],
               tools=[WEB_SEARCH])
@@ -195,8 +180,8 @@ def test_server_tool_provider_failure_is_an_error_block(gateway, fake_model, sea
     assert m.content[2].text == "I could not search."
 
 
-def test_replayed_search_history_reaches_the_backend(gateway, fake_model, search) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_replayed_search_history_reaches_the_backend(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     _search_script(fake_model, "rust release")
     client = sdk(gw)
     first = client.messages.create(model="claude-sonnet-4-5", max_tokens=200, tools=[WEB_SEARCH],
@@ -215,8 +200,8 @@ def test_replayed_search_history_reaches_the_backend(gateway, fake_model, search
 # --- errors -------------------------------------------------------------------------------------
 
 
-def test_bad_request_shape(gateway, fake_model, search) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_bad_request_shape(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     with pytest.raises(anthropic.BadRequestError) as info:
         sdk(gw).messages.create(model="claude-sonnet-4-5", max_tokens=10, messages=[{"role": "robot", "content": "x"}])
     assert info.value.status_code == 400
@@ -234,8 +219,8 @@ def test_bad_request_shape(gateway, fake_model, search) -> None:
     (500, anthropic.InternalServerError, "api_error"),
     (503, anthropic.OverloadedError, "overloaded_error"),
 ])
-def test_backend_failure(gateway, fake_model, search, stream, status, exc, etype) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_backend_failure(gateway, fake_model, search_fakes, stream, status, exc, etype) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     fake_model.script({"status": status})
     with pytest.raises(exc) as info:
         if stream:
@@ -262,9 +247,9 @@ def _vllm_400(message: str) -> dict:
                                         "n_prompt_tokens": 9000, "n_ctx": 8192}}},
      "prompt is too long: 9000 tokens > 8192 maximum"),
 ])
-def test_context_overflow_in_anthropics_words(gateway, fake_model, search, body, expected) -> None:
+def test_context_overflow_in_anthropics_words(gateway, fake_model, search_fakes, body, expected) -> None:
     """Claude Code's auto-compaction recognises Anthropic's wording (protocols.md 3.7)."""
-    gw = gateway(ws_config(fake_model.url, search))
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     fake_model.script(body)
     with pytest.raises(anthropic.BadRequestError) as info:
         sdk(gw).messages.create(model="claude-sonnet-4-5", max_tokens=1000, messages=HI)
@@ -273,8 +258,8 @@ def test_context_overflow_in_anthropics_words(gateway, fake_model, search, body,
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_max_tokens_too_large_retried_without_it(gateway, fake_model, search, stream) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_max_tokens_too_large_retried_without_it(gateway, fake_model, search_fakes, stream) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     fake_model.script(_vllm_400("'max_tokens' or 'max_completion_tokens' is too large: 128000. This model's maximum "
                                 "context length is 32768 tokens and your request has 900 input tokens "
                                 "(128000 > 32768 - 900)."), {"content": "fits now"})
@@ -288,8 +273,8 @@ def test_max_tokens_too_large_retried_without_it(gateway, fake_model, search, st
     assert fake_model.requests[0]["max_tokens"] == 128000 and "max_tokens" not in fake_model.requests[1]
 
 
-def test_request_too_large(gateway, fake_model, search) -> None:
-    cfg = ws_config(fake_model.url, search)
+def test_request_too_large(gateway, fake_model, search_fakes) -> None:
+    cfg = ws_config(fake_model.url, search_fakes)
     cfg["server"]["maxBodyBytes"] = 2048
     gw = gateway(cfg)
     with pytest.raises(anthropic.APIStatusError) as info:
@@ -298,8 +283,8 @@ def test_request_too_large(gateway, fake_model, search) -> None:
     assert info.value.status_code == 413 and info.value.body["error"]["type"] == "request_too_large"
 
 
-def test_mid_stream_failure_is_an_error_event(gateway, fake_model, search) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_mid_stream_failure_is_an_error_event(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     fake_model.script({"content": "a b c d e f", "cut_after": 3})
     with gw.client() as c, c.stream("POST", "/v1/messages", json={
             "model": "claude-sonnet-4-5", "max_tokens": 10, "messages": HI, "stream": True}) as r:
@@ -308,8 +293,8 @@ def test_mid_stream_failure_is_an_error_event(gateway, fake_model, search) -> No
     assert events[0] == "message_start" and events[-1] == "error" and "message_stop" not in events
 
 
-def test_auth_accepts_x_api_key_and_bearer(gateway, fake_model, search) -> None:
-    cfg = ws_config(fake_model.url, search)
+def test_auth_accepts_x_api_key_and_bearer(gateway, fake_model, search_fakes) -> None:
+    cfg = ws_config(fake_model.url, search_fakes)
     cfg["server"]["apiKeys"] = ["sk-gateway-key-123"]
     gw = gateway(cfg)
     with pytest.raises(anthropic.AuthenticationError) as info:
@@ -321,8 +306,8 @@ def test_auth_accepts_x_api_key_and_bearer(gateway, fake_model, search) -> None:
     assert bearer.messages.create(model="claude-sonnet-4-5", max_tokens=10, messages=HI).content[0].text == "ok"
 
 
-def test_anthropic_prefix_and_beta_query(gateway, fake_model, search) -> None:
-    gw = gateway(ws_config(fake_model.url, search))
+def test_anthropic_prefix_and_beta_query(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     client = anthropic.Anthropic(base_url=gw.url + "/anthropic", api_key="k", max_retries=0,
                                  default_headers={"anthropic-beta": "claude-code-20250219,unknown-flag-2099-01-01"})
     assert client.messages.create(model="x", max_tokens=10, messages=HI).content[0].text == "ok"
@@ -333,8 +318,8 @@ def test_anthropic_prefix_and_beta_query(gateway, fake_model, search) -> None:
 # --- count_tokens and models --------------------------------------------------------------------
 
 
-def test_count_tokens_and_models(gateway, fake_model, search) -> None:
-    gw = gateway(ws_config(fake_model.url, search, aliases={"exact": {"claude-haiku-4-5-20251001": "local.m"}}))
+def test_count_tokens_and_models(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(ws_config(fake_model.url, search_fakes, aliases={"exact": {"claude-haiku-4-5-20251001": "local.m"}}))
     client = sdk(gw)
     short = client.messages.count_tokens(model="claude-sonnet-4-5", messages=HI).input_tokens
     long = client.messages.count_tokens(model="claude-sonnet-4-5", system="x" * 4000, messages=HI).input_tokens
@@ -412,10 +397,10 @@ def native() -> Iterator[FakeAnthropic]:
     fake.server.stop()
 
 
-def test_anthropic_target_passthrough(gateway, fake_model, search, native) -> None:
+def test_anthropic_target_passthrough(gateway, fake_model, search_fakes, native) -> None:
     native.requests.clear()
     native.status = 200
-    cfg = ws_config(fake_model.url, search, aliases={"opus": "claude.claude-opus-4-1"})
+    cfg = ws_config(fake_model.url, search_fakes, aliases={"opus": "claude.claude-opus-4-1"})
     cfg["providers"]["claude"] = {"type": "anthropic", "baseURL": native.server.url, "apiKey": "sk-ant-provider"}
     gw = gateway(cfg)
     client = sdk(gw, api_key="client-key", default_headers={"anthropic-beta": "web-search-2025-03-05"})
@@ -440,10 +425,10 @@ def test_anthropic_target_passthrough(gateway, fake_model, search, native) -> No
     assert fake_model.requests == []  # nothing went to the self-hosted model
 
 
-def test_async_sdk(gateway, fake_model, search) -> None:
+def test_async_sdk(gateway, fake_model, search_fakes) -> None:
     import asyncio
 
-    gw = gateway(ws_config(fake_model.url, search))
+    gw = gateway(ws_config(fake_model.url, search_fakes))
     fake_model.default = {"content": "async ok"}
 
     async def run() -> tuple[str, str]:
