@@ -1,6 +1,7 @@
 """OpenAI Responses API <-> the internal chat form: the public surface of the translators.
 
-- `to_chat(req)`: a Responses request -> (chat request, ResponsesContext)     (responses_request.py)
+- `to_chat(req)`: a Responses request -> (chat request, ResponsesContext)     (responses_request.py,
+  with responses_tools.py for tools and responses_items.py for input items)
 - `from_chat(outcome, ctx)`: a finished pipeline run -> a Response object     (responses_output.py)
 - `ResponsesStream(ctx)`: pipeline stream items -> Responses SSE events       (responses_stream.py)
 """

@@ -12,7 +12,8 @@ import time
 from typing import Any
 
 from ..events import Outcome, SearchCall
-from .responses_request import ResponsesContext, custom_input
+from .responses_request import ResponsesContext
+from .responses_tools import custom_input
 
 _ALNUM = string.ascii_letters + string.digits
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
