@@ -439,6 +439,16 @@ def test_from_chat_text_with_citations_and_searches() -> None:
     assert resp["model"] == "gpt-5.5" and resp["created_at"] == 1795359884
 
 
+def test_from_chat_drops_leading_blank_lines_and_keeps_offsets() -> None:
+    _, ctx = to_chat({"model": "m", "input": "x"})
+    text = "\n\nRust 1.91 [1]."
+    resp = from_chat(Outcome(chat_completion({"content": text, "annotations": [{"type": "url_citation", "url_citation": {
+        "start_index": 2, "end_index": 15, "url": "https://r.example/", "title": "R"}}]})), ctx)
+    part = resp["output"][0]["content"][0]
+    assert part["text"] == "Rust 1.91 [1]."
+    assert (part["annotations"][0]["start_index"], part["annotations"][0]["end_index"]) == (0, 13)
+
+
 def test_from_chat_searches_stay_invisible_without_the_hosted_tool() -> None:
     _, ctx = to_chat({"model": "m", "input": "rust?"})
     resp = from_chat(Outcome(chat_completion({"content": "x"}), searches=[SearchCall("c", "q", "e", RUST)]), ctx)

@@ -176,7 +176,11 @@ def from_chat(outcome: Outcome, ctx: ResponsesContext, *, response_id: str | Non
     refusal = message.get("refusal") if isinstance(message.get("refusal"), str) else None
     calls = [c for c in message.get("tool_calls") or () if isinstance(c, dict)]
     if text or refusal or not calls:
-        annotations = [a for a in map(annotation, message.get("annotations") or ()) if a is not None]
+        skipped = len(text) - len(text.lstrip("\n")) if text else 0  # no leading blank lines; offsets follow
+        text = text[skipped:] if text else text
+        limit = len(text) if text else None
+        annotations = [a for a in (annotation(raw, skipped, limit) for raw in message.get("annotations") or ())
+                       if a is not None]
         body = text if text else (None if refusal else "")
         output.append(message_item(new_id("msg"), body, annotations,
                                    status="incomplete" if status == "incomplete" else "completed", refusal=refusal))

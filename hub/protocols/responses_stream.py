@@ -286,6 +286,13 @@ class ResponsesStream:
     def _text_delta(self, text: str) -> list[dict]:
         events = self._close_reasoning() if self._reasoning is not None else []
         if self._message is None:
+            # a message does not start with blank lines (the pipeline separates rounds with "\n\n");
+            # they still count for the chat citation offsets
+            stripped = text.lstrip("\n")
+            self._text_total += len(text) - len(stripped)
+            if not stripped:
+                return events
+            text = stripped
             events += self._open_message()
         m = self._message
         assert m is not None
