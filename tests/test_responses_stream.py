@@ -13,6 +13,8 @@ from itertools import groupby
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseStreamEvent
 
 from hub.events import Keepalive, SearchCall, SearchFinished, SearchStarted
@@ -345,3 +347,42 @@ def test_events_are_not_mutated_after_they_are_made() -> None:
     snapshot = copy.deepcopy(events)
     events += enc.feed(chunk({"content": "b"})) + enc.finish()
     assert events[:len(snapshot)] == snapshot
+
+
+# --- any sequence of pipeline items gives a valid stream ----------------------------------------------
+
+_names = st.sampled_from(["f", "apply_patch", "spawn_agent", "unknown", ""])
+_fragment = st.fixed_dictionaries(
+    {"index": st.integers(0, 2)},
+    optional={"id": st.sampled_from(["call_a", "call_b", ""]), "type": st.just("function"),
+              "function": st.fixed_dictionaries({}, optional={"name": _names,
+                                                              "arguments": st.text(max_size=6)})},
+)
+_annotation = st.fixed_dictionaries({"type": st.just("url_citation"), "url_citation": st.fixed_dictionaries(
+    {"url": st.sampled_from(["https://a.example/", ""]), "start_index": st.integers(-3, 40),
+     "end_index": st.integers(-3, 40)}, optional={"title": st.one_of(st.none(), st.text(max_size=4))})})
+_delta = st.fixed_dictionaries({}, optional={
+    "content": st.text(max_size=6), "reasoning_content": st.text(max_size=6), "refusal": st.text(max_size=3),
+    "tool_calls": st.lists(_fragment, max_size=2), "annotations": st.lists(_annotation, max_size=2)})
+_search = st.builds(lambda cid, q, ok: SearchCall(cid, q, "e", RUST if ok else None),
+                    st.sampled_from(["s1", "s2"]), st.text(max_size=4), st.booleans())
+_item = st.one_of(
+    st.builds(lambda d, f: chunk(d, f), _delta, st.sampled_from([None, None, "stop", "length", "tool_calls"])),
+    st.builds(SearchStarted, _search), st.builds(SearchFinished, _search), st.just(Keepalive()),
+    st.builds(usage_chunk, st.integers(0, 50), st.integers(0, 50)),
+)
+_CTX_REQUESTS = [
+    {"model": "m", "input": "x"},
+    {"model": "m", "input": "x", "tools": [
+        {"type": "function", "name": "f"}, {"type": "custom", "name": "apply_patch"}, {"type": "web_search"},
+        {"type": "namespace", "name": "multi_agent_v1", "description": "",
+         "tools": [{"type": "function", "name": "spawn_agent", "parameters": None, "strict": False}]}]},
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(_item, max_size=14), req=st.sampled_from(_CTX_REQUESTS), breaks=st.booleans())
+def test_any_item_sequence_encodes_to_a_valid_stream(items: list, req: dict, breaks: bool) -> None:
+    events, _ = run(ctx_for(req), [*items, *([RuntimeError("broke")] if breaks else [])])
+    final = check_events(events)
+    assert final["status"] == "failed" if breaks else final["status"] in ("completed", "incomplete")
