@@ -230,6 +230,8 @@ def test_tool_choice_mapping() -> None:
     chat, ctx = to_chat({"model": "m", "input": "x", "tools": tools, "tool_choice": {
         "type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "f"}]}})
     assert names(chat) == ["f"] and chat["tool_choice"] == "required" and ctx.hosted is None
+    chat, ctx = to_chat({"model": "m", "input": "x", "tools": [{"type": "web_search"}], "tool_choice": "required"})
+    assert "tool_choice" not in chat and ctx.force_search is True
     with pytest.raises(BadRequest) as e:
         to_chat({"model": "m", "input": "x", "tools": tools, "tool_choice": {"type": "function", "name": "nope"}})
     assert e.value.param == "tool_choice.name"

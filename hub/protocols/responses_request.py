@@ -92,6 +92,8 @@ def to_chat(req: Any, *, history: list[dict] | None = None) -> tuple[dict, Respo
         if hosted is not None and not tool_choice.search:
             hosted = None
         tool_choice = tool_choice.mode
+    if tool_choice == "required" and not chat_tools and hosted is not None:
+        force_search = True  # the built-in search is the only tool to call
 
     converted = Conversation(refs, dropped).translate(items)
     conversation = [*(history or ()), *converted]
