@@ -61,12 +61,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     path = cfgmod.config_path(args.config)
-    try:
-        cfg = cfgmod.load(path)
-    except cfgmod.ConfigError as e:
-        print(f"{path}: invalid configuration", file=sys.stderr)
-        for err in e.errors:
-            print(f"  {err}", file=sys.stderr)
+    cfg = cfgmod.load_or_report(path)
+    if cfg is None:
         return 1
     print(f"{path}: OK")
     print(json.dumps(cfg.routing_table(), indent=2, ensure_ascii=False))

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -478,6 +479,17 @@ def _build_web_search(
         exec_summary=ws.get("execSummary", "digest"),
         keepalive_s=ws.get("keepaliveMs", 5000) / 1000,
     )
+
+
+def load_or_report(path: str) -> Config | None:
+    """For the CLI: the config, or None after printing every error (with its JSON path) to stderr."""
+    try:
+        return load(path)
+    except ConfigError as e:
+        print(f"{path}: invalid configuration", file=sys.stderr)
+        for err in e.errors:
+            print(f"  {err}", file=sys.stderr)
+        return None
 
 
 def config_path(cli_value: str | None) -> str:

@@ -62,12 +62,8 @@ def app_factory():
 def serve(path: str, *, host: str | None = None, port: int | None = None, workers: int = 1) -> int:
     import uvicorn
 
-    try:
-        cfg = cfgmod.load(path)
-    except cfgmod.ConfigError as e:
-        print(f"{path}: invalid configuration", file=sys.stderr)
-        for err in e.errors:
-            print(f"  {err}", file=sys.stderr)
+    cfg = cfgmod.load_or_report(path)
+    if cfg is None:
         return 1
     setup_logging(cfg.server.log_level)
     os.environ[_CONFIG_ENV] = os.path.abspath(path)

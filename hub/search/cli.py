@@ -22,12 +22,8 @@ SNIPPET_CHARS = 240
 
 def run_search(args: argparse.Namespace) -> int:
     path = cfgmod.config_path(args.config)
-    try:
-        cfg = cfgmod.load(path)
-    except cfgmod.ConfigError as e:
-        print(f"{path}: invalid configuration", file=sys.stderr)
-        for err in e.errors:
-            print(f"  {err}", file=sys.stderr)
+    cfg = cfgmod.load_or_report(path)
+    if cfg is None:
         return 1
     if not cfg.web_search.engines:
         print(f"{path}: no web search engine is configured (webSearch.engines is empty)", file=sys.stderr)
