@@ -165,6 +165,22 @@ def test_hosted_web_search(gateway, fake_model, search, stream) -> None:
     assert r.usage.total_tokens == 30
 
 
+def test_hosted_web_search_through_the_sdk_stream(gateway, fake_model, search) -> None:
+    gw = gateway(ws_config(fake_model.url, search))
+    fake_model.script({"content": "Let me look.", "tool_calls": [{"name": "web_search", "arguments": {"query": "rust"}}]},
+                      {"content": "Rust 1.91.0 [1]."})
+    kinds = []
+    with sdk(gw).responses.stream(model="default", input="latest rust?", tools=[{"type": "web_search_preview"}],
+                                  store=False) as s:
+        for event in s:
+            kinds.append(event.type)
+        r = s.get_final_response()
+    assert [o.type for o in r.output] == ["message", "web_search_call", "message"]
+    assert r.output[0].content[0].text == "Let me look." and r.output[2].content[0].text == "Rust 1.91.0 [1]."
+    assert r.output[2].content[0].annotations[0].url == r.output[1].action.sources[0].url
+    assert "response.web_search_call.completed" in kinds and kinds[-1] == "response.completed"
+
+
 def test_hosted_search_options_reach_the_engine(gateway, fake_model, search) -> None:
     gw = gateway(ws_config(fake_model.url, search))
     fake_model.script(
