@@ -70,6 +70,7 @@ async def run_round(state: LoopState, calls: list[dict], search, *, emit: Emit |
     """Execute the round's web_search calls (concurrently) and return one tool message per call."""
     state.rounds += 1
     messages: list[dict | None] = [None] * len(calls)
+    ran: list[SearchCall | None] = [None] * len(calls)  # searches in call order, for clients that show them
     jobs: list[tuple[int, SearchCall, object]] = []
     for i, call in enumerate(calls):
         fn = call.get("function") or {}
@@ -90,7 +91,7 @@ async def run_round(state: LoopState, calls: list[dict], search, *, emit: Emit |
         if hosted and hosted.max_uses is not None and len(state.searches) + len(jobs) >= hosted.max_uses:
             sc = SearchCall(call_id, args.query, engine)
             sc.result = _max_uses_result(args.query, engine)
-            state.searches.append(sc)
+            ran[i] = sc
             if emit:
                 emit(SearchStarted(sc))
                 emit(SearchFinished(sc))
@@ -120,7 +121,7 @@ async def run_round(state: LoopState, calls: list[dict], search, *, emit: Emit |
             sc.result = result
             if sc.engine is None:
                 sc.engine = result.engine
-            state.searches.append(sc)
+            ran[i] = sc
             if not result.ok:
                 errors += 1
                 content = error_content(result.error or "search failed", result.engine)
@@ -144,6 +145,7 @@ async def run_round(state: LoopState, calls: list[dict], search, *, emit: Emit |
                 state.stop("consecutive_errors")
         else:
             state.consecutive_errors = 0
+    state.searches.extend(sc for sc in ran if sc is not None)
     return [m for m in messages if m is not None]
 
 

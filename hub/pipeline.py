@@ -103,6 +103,9 @@ class Pipeline:
         eligible = bool(ws.engines) and limits.enabled and (provider.self_hosted or provider.id in ws.per_backend)
         if opts.hosted is not None:
             eligible = bool(ws.engines)
+            if not eligible:
+                log.warning("the client offered hosted web search, but no engine is configured "
+                            "(webSearch.engines): answering without search")
         if not eligible or opts.force_search is False:
             return plan
 
