@@ -245,7 +245,7 @@ async def test_write_between_watch_and_exec_is_retried(redis_server: RedisServer
 
 async def test_update_retries_are_bounded(redis_server: RedisServer) -> None:
     prefix = _prefix()
-    store = RedisStore(redis_server.url, key_prefix=prefix, max_update_attempts=3)
+    store = RedisStore(redis_server.url, key_prefix=prefix, max_update_attempts=3, timeout=5.0)  # deadline out of the way: this tests the retry bound
     other_process = redis.Redis.from_url(redis_server.url)
     calls = 0
 
