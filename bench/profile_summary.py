@@ -29,6 +29,49 @@ def short_file(path: str) -> str:
     return path
 
 
+_WRITES = {"StreamWriter._writelines", "StreamWriter._write", "RequestResponseCycle.send"}
+_LAYERS = (("httpx_aiohttp/", "httpx-aiohttp transport"), ("httpx/", "httpx"), ("aiohttp/", "aiohttp"),
+           ("uvicorn/", "uvicorn"), ("starlette/", "starlette"), ("prometheus_client/", "prometheus_client"),
+           ("hub/", "searchhub (hub/, routes/)"), ("routes/", "searchhub (hub/, routes/)"),
+           ("multidict/", "aiohttp"), ("yarl/", "aiohttp"), ("msgspec", "msgspec"), ("anyio/", "anyio"))
+
+
+def layer_of(frames: list[tuple[str, str]]) -> str:
+    """The layer a sample's CPU belongs to: socket writes and the event loop by the leaf frame; stdlib
+    helpers (asyncio tasks aside) to the nearest non-stdlib caller."""
+    fn, file = frames[-1]
+    if fn in _WRITES:
+        return "socket writes (kernel send, any layer)"
+    if fn == "Runner.run":
+        return "event loop (uvloop, C)"
+    for _fn, file in reversed(frames):
+        file = file.removeprefix("stdlib/")
+        if file.startswith("asyncio/") or file == "_weakrefset.py":
+            return "asyncio tasks/futures"
+        for marker, name in _LAYERS:
+            if file.startswith(marker):
+                return name
+    return "other (" + frames[-1][1] + ")"
+
+
+def layers(path: str) -> tuple[Counter, int]:
+    out: Counter = Counter()
+    total = 0
+    with open(path) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            try:
+                n = int(count)
+            except ValueError:
+                continue
+            frames = [(m["fn"], short_file(m["file"])) for fr in stack.split(";")
+                      if (m := _FRAME.match(fr)) and not fr.startswith(("process ", "thread "))]
+            if frames:
+                out[layer_of(frames)] += n
+                total += n
+    return out, total
+
+
 def parse(path: str) -> tuple[Counter, Counter, Counter, Counter, int]:
     self_fn: Counter = Counter()
     incl_fn: Counter = Counter()
@@ -70,7 +113,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-ms-per-req", type=float, help="measured CPU ms per request, to print ms per request")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--match", help="only list functions/modules whose file contains this (e.g. hub/)")
+    ap.add_argument("--layers", action="store_true", help="only the CPU split by layer (httpx, aiohttp, ...)")
     args = ap.parse_args(argv)
+    if args.layers:
+        c, total = layers(args.profile)
+        print(f"| layer | % | ms/req |  ({total} samples)" if args.cpu_ms_per_req else f"| layer | % | ({total} samples)")
+        print("|---|---|---|" if args.cpu_ms_per_req else "|---|---|")
+        for k, n in c.most_common():
+            ms = f" {args.cpu_ms_per_req * n / total:.3f} |" if args.cpu_ms_per_req else ""
+            print(f"| {k} | {100 * n / total:.1f} |{ms}")
+        return 0
     self_fn, incl_fn, self_mod, incl_mod, total = parse(args.profile)
     if not total:
         print("no samples", file=sys.stderr)

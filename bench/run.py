@@ -16,8 +16,9 @@ gateway), rounds are repeated (default 3) and every figure is the median over ro
   .venv/bin/python bench/run.py                 # full run (~4-5 min)
   .venv/bin/python bench/run.py --quick         # 1 round, 1 s cells (~1 min)
   .venv/bin/python bench/run.py --only stream
-  .venv/bin/python bench/run.py --state redis [--redis-url redis://127.0.0.1:6379/0]
-  .venv/bin/python bench/run.py --targets gateway --profile /tmp/gw.txt   # py-spy on the gateway
+  .venv/bin/python bench/run.py --state redis [--redis-url redis://127.0.0.1:6379/0]   # or --state both
+  .venv/bin/python bench/run.py --gateway-b "/other/checkout/.venv/bin/searchhub"      # A/B in one run
+  .venv/bin/python bench/run.py --only stream --concurrency 16 --profile /tmp/prof   # py-spy each server
 
 Needs wrk (installed with apt-get when missing and running as root).
 """
@@ -29,6 +30,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -112,7 +114,7 @@ def stop_all() -> None:
 def spawn(name: str, cmd: list[str], port: int, tmp: Path, env: dict | None = None) -> Proc:
     log_path = tmp / f"{name}.log"
     out = open(log_path, "wb")
-    popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(tmp),
+    popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                              env={**os.environ, **(env or {})}, start_new_session=True)
     p = Proc(name, popen, port, log_path)
     STARTED.append(p)
@@ -155,11 +157,12 @@ def gateway_config(upstream: str, *, state: str = "memory", redis_url: str | Non
     return cfg
 
 
-def start_gateway(tmp: Path, cfg: dict, name: str = "gateway") -> Proc:
+def start_gateway(tmp: Path, cfg: dict, name: str = "gateway", cmd: list[str] | None = None) -> Proc:
+    """`searchhub serve` (or `cmd` + `serve ...`, e.g. another checkout's build) on a generated config."""
     path = tmp / f"{name}.engines.json"
     path.write_text(json.dumps(cfg, indent=2))
     port = free_port()
-    p = spawn(name, [SEARCHHUB, "serve", "--config", str(path), "--port", str(port)], port, tmp)
+    p = spawn(name, [*(cmd or [SEARCHHUB]), "serve", "--config", str(path), "--port", str(port)], port, tmp)
     wait_http(p, f"http://127.0.0.1:{port}/health", timeout=60)
     return p
 
@@ -194,6 +197,28 @@ def wait_http(p: Proc, url: str, *, post: bool = False, timeout: float = 30) -> 
             pass
         time.sleep(0.1)
     raise SystemExit(f"{p.name} not ready at {url}; log:\n{p.log_path.read_text()[-3000:]}")
+
+
+def start_profiler(p: Proc, out: Path) -> subprocess.Popen:
+    """py-spy (bench-only: `.venv/bin/pip install py-spy`) sampling p's on-CPU stacks at 250 Hz."""
+    pyspy = shutil.which("py-spy") or str(Path(PY).parent / "py-spy")
+    if not Path(pyspy).exists():
+        raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    prof = subprocess.Popen([pyspy, "record", "--pid", str(p.pid), "--rate", "250", "--format", "raw",
+                             "--output", str(out), "--nonblocking"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)
+    return prof
+
+
+def stop_profilers(profilers: list[subprocess.Popen]) -> None:
+    for prof in profilers:
+        if prof.poll() is None:
+            prof.send_signal(signal.SIGINT)
+    for prof in profilers:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            prof.wait(30)
 
 
 # ----------------------------------------------------------------------------- checks, wrk, prober
@@ -442,7 +467,7 @@ def report(results: dict, rss: dict, targets: list[str], modes: list[str], concs
     c_mid = 16 if 16 in concs else concs[len(concs) // 2]
     for mode in modes:
         label = "non-stream" if mode == "nonstream" else "stream"
-        if "direct" in targets:
+        if "direct" in targets and c_lo == 1:
             added = m("gateway", mode, c_lo, "p50_ms") - m("direct", mode, c_lo, "p50_ms")
             floors = ", ".join(f"{b} +{m(b, mode, c_lo, 'p50_ms') - m('direct', mode, c_lo, 'p50_ms'):.2f}"
                                for b in bares)
@@ -484,6 +509,14 @@ def report(results: dict, rss: dict, targets: list[str], modes: list[str], concs
     if "gateway" in rss:
         out.append(f"| gateway RSS (end / peak) | {rss['gateway'][0]:.0f} / {rss['gateway'][1]:.0f} MB | < 100 MB | "
                    f"{verdict(rss['gateway'][1] < 100)} |")
+    for other in (t for t in targets if t.startswith("gateway-")):
+        for mode in modes:
+            label = "non-stream" if mode == "nonstream" else "stream"
+            for c in concs:
+                g, o = m("gateway", mode, c, "cpu_ms"), m(other, mode, c, "cpu_ms")
+                gr, orps = m("gateway", mode, c, "rps"), m(other, mode, c, "rps")
+                out.append(f"| {other} vs gateway, c={c}, {label}: CPU ms/req, req/s | {o:.3f} vs {g:.3f} "
+                           f"(×{o / g:.2f}); {fmt(orps, 0)} vs {fmt(gr, 0)} (×{orps / gr:.2f}) | (info) | – |")
     out.append("")
     return "\n".join(out)
 
@@ -505,11 +538,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk-ms", type=float, default=0.0, help="fake model delay between chunks")
     ap.add_argument("--probe-chunk-ms", type=float, default=2.0,
                     help="chunk pacing asked for by the TTFB prober's streams (0 = unpaced)")
-    ap.add_argument("--state", choices=["memory", "redis"], default="memory")
-    ap.add_argument("--redis-url", help="with --state redis; default: start a local redis-server")
+    ap.add_argument("--state", choices=["memory", "redis", "both"], default="memory",
+                    help="the gateway's state store; both = a second gateway target, gateway-redis")
+    ap.add_argument("--redis-url", help="with --state redis/both; default: start a local redis-server")
+    ap.add_argument("--gateway-b", metavar="CMD", action="append", default=[],
+                    help="A/B: also measure the gateway started as `CMD serve --config .. --port ..` (e.g. another "
+                         "checkout's .venv/bin/searchhub) as target gateway-b (repeat: gateway-c, ...), "
+                         "interleaved with the others")
     ap.add_argument("--json", help="write the raw per-round cells here")
-    ap.add_argument("--profile", help="record the gateway with py-spy (collapsed stacks) into this file; "
-                                      "summarize with bench/profile_summary.py")
+    ap.add_argument("--profile", metavar="DIR",
+                    help="record every server under test with py-spy (collapsed stacks) into DIR/<target>.txt; "
+                         "summarize with bench/profile_summary.py. Profiles perturb timings: measure without it")
     args = ap.parse_args(argv)
     if args.quick:
         args.rounds, args.duration, args.ttfb_duration = 1, 1, 0.5
@@ -523,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="searchhub-bench-"))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    profiler: subprocess.Popen | None = None
+    profilers: list[subprocess.Popen] = []
     try:
         fake = start_fake(tmp, chunks=args.chunks, ttfb_ms=args.ttfb_ms, chunk_ms=args.chunk_ms)
         upstream = f"http://127.0.0.1:{fake.port}"
@@ -533,19 +572,25 @@ def main(argv: list[str] | None = None) -> int:
                 procs[t] = start_bare(tmp, t.removeprefix("bare-"), upstream)
         if "gateway" in targets:
             redis_url = args.redis_url
-            if args.state == "redis" and not redis_url:
+            if args.state != "memory" and not redis_url:
                 _, redis_url = start_redis(tmp)
-            procs["gateway"] = start_gateway(tmp, gateway_config(upstream, state=args.state, redis_url=redis_url))
+            first = "redis" if args.state == "redis" else "memory"
+            procs["gateway"] = start_gateway(tmp, gateway_config(upstream, state=first, redis_url=redis_url))
+            if args.state == "both":
+                targets.append("gateway-redis")
+                procs["gateway-redis"] = start_gateway(
+                    tmp, gateway_config(upstream, state="redis", redis_url=redis_url), "gateway-redis")
+            for i, cmd in enumerate(args.gateway_b):
+                name = f"gateway-{'bcdefgh'[i]}"
+                targets.append(name)
+                procs[name] = start_gateway(
+                    tmp, gateway_config(upstream, state=first, redis_url=redis_url), name, shlex.split(cmd))
         urls = {t: f"http://127.0.0.1:{procs[t].port}/v1/chat/completions" for t in targets}
         for t in targets:
             validate(t, urls[t], args.chunks)
         log(f"all targets answer correctly; logs in {tmp}")
-        if args.profile and "gateway" in procs:
-            pyspy = shutil.which("py-spy") or str(Path(PY).parent / "py-spy")
-            profiler = subprocess.Popen([pyspy, "record", "--pid", str(procs["gateway"].pid), "--rate", "250",
-                                         "--format", "raw", "--output", args.profile, "--nonblocking"],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(1)
+        if args.profile:
+            profilers = [start_profiler(procs[t], Path(args.profile) / f"{t}.txt") for t in targets if t != "direct"]
 
         scripts = {mode: lua_script(tmp, mode, chat_body(mode == "stream")) for mode in modes}
         probe_body = chat_body(True, {"bench": {"chunk_ms": args.probe_chunk_ms}} if args.probe_chunk_ms else None)
@@ -585,10 +630,7 @@ def main(argv: list[str] | None = None) -> int:
                 {"target": t, "mode": mode, "c": c, "round": i, **cell}
                 for (t, mode, c), cells in results.items() for i, cell in enumerate(cells)]}, indent=1))
     finally:
-        if profiler is not None and profiler.poll() is None:
-            profiler.send_signal(signal.SIGINT)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                profiler.wait(30)
+        stop_profilers(profilers)
         stop_all()
     return 0
 

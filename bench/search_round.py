@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 import statistics
 import sys
 import tempfile
@@ -184,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--state", choices=["memory", "redis", "both"], default="memory")
     ap.add_argument("--redis-url", help="with --state redis/both; default: start a local redis-server")
     ap.add_argument("--quick", action="store_true", help="10 requests per variant")
+    ap.add_argument("--gateway-b", metavar="CMD", action="append", default=[],
+                    help="A/B: also measure the gateway started as `CMD serve ...` (memory state) as gateway-b, ...")
+    ap.add_argument("--profile", metavar="DIR", help="record each gateway with py-spy into DIR/<name>.txt "
+                                                     "(bench/profile_summary.py); perturbs timings")
     args = ap.parse_args(argv)
     if args.quick:
         args.requests = 10
@@ -205,14 +210,25 @@ def main(argv: list[str] | None = None) -> int:
             name = "gateway" if st == "memory" else "gateway-redis"
             p = harness.start_gateway(tmp, cfg, name)
             gateways[name] = (p, f"http://127.0.0.1:{p.port}/v1/chat/completions")
+        for i, cmd in enumerate(args.gateway_b):
+            cfg = harness.gateway_config(fake_url, search_url=fake_url)
+            cfg["webSearch"]["cacheTtlMs"] = args.cache_ttl_ms
+            name = f"gateway-{'bcdefgh'[i]}"
+            p = harness.start_gateway(tmp, cfg, name, shlex.split(cmd))
+            gateways[name] = (p, f"http://127.0.0.1:{p.port}/v1/chat/completions")
         harness.log(f"fake backend {fake_url}, gateways {[g[1] for g in gateways.values()]}, logs in {tmp}")
+        profilers = [harness.start_profiler(p, Path(args.profile) / f"{name}.txt")
+                     for name, (p, _) in gateways.items()] if args.profile else []
         try:
             import uvloop
 
             uvloop.install()
         except ImportError:
             pass
-        res = asyncio.run(measure(fake_url, gateways, variants, modes, args.requests))
+        try:
+            res = asyncio.run(measure(fake_url, gateways, variants, modes, args.requests))
+        finally:
+            harness.stop_profilers(profilers)
         print(report(res, list(gateways), variants, modes, args))
         for name, (p, _) in gateways.items():
             rss, hwm = p.rss_mb()
