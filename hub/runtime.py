@@ -61,6 +61,8 @@ class Gateway:
         self._stamp: tuple | None = None
         self._watch_task: asyncio.Task | None = None
         self.draining = False
+        self._state_errors_seen = 0
+        self._state_degraded = False
 
     def _file_stamp(self) -> tuple | None:
         try:
@@ -72,8 +74,12 @@ class Gateway:
     async def start(self) -> None:
         config = self._initial or cfgmod.load(self.config_path)
         self._stamp = self._file_stamp()
-        shared = Shared(client=make_client(), store=open_store(config.state))
+        store = open_store(config.state)
+        # One read now, so a shared store that is down shows on /health before a request needs it.
+        await store.get("probe")
+        shared = Shared(client=make_client(), store=store)
         self.runtime = Runtime(config, shared)
+        self.observe_state()
         self.loaded_at = time.time()
         self._watch_task = asyncio.create_task(self._watch())
 
@@ -84,10 +90,31 @@ class Gateway:
             await self.runtime.shared.client.aclose()
             await self.runtime.shared.store.close()
 
+    def observe_state(self) -> dict:
+        """The store's health, copied into the state metrics and logged when it changes. Runs on the
+        watcher's tick and when /metrics is scraped, so the request path pays nothing for it."""
+        assert self.runtime is not None
+        state = self.runtime.store.health()
+        errors = state.get("errors", 0)
+        if errors > self._state_errors_seen:
+            metrics.STATE_ERRORS.inc(errors - self._state_errors_seen)
+        self._state_errors_seen = errors
+        degraded = bool(state.get("degraded"))
+        if degraded != self._state_degraded:
+            self._state_degraded = degraded
+            if degraded:
+                log.warning("state store unreachable; chains, stored responses and the search cache live in "
+                            "this process until it answers: %s", state.get("last_error"))
+            else:
+                log.info("state store reachable again")
+        metrics.STATE_DEGRADED.set(1 if degraded else 0)
+        return state
+
     async def _watch(self) -> None:
         while True:
             assert self.runtime is not None
             await asyncio.sleep(self.runtime.config.server.reload_interval_s)
+            self.observe_state()
             stamp = self._file_stamp()
             if stamp is None or stamp == self._stamp:
                 continue

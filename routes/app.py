@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from collections.abc import AsyncIterator
 
@@ -107,6 +108,7 @@ async def health(request: Request) -> Response:
     cfg = rt.config
     return JSONResponse({
         "status": "ok" if not gw.draining else "draining",
+        "pid": os.getpid(),  # which process answered: with --workers N, each worker answers for itself
         "config": {
             "path": cfg.path,
             "hash": cfg.raw_hash,
@@ -123,8 +125,7 @@ async def health(request: Request) -> Response:
 
 
 async def metrics_endpoint(request: Request) -> Response:
-    health_state = runtime(request).store.health()
-    metrics.STATE_DEGRADED.set(1 if health_state.get("degraded") else 0)
+    request.app.state.gateway.observe_state()
     return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 

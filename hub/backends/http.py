@@ -97,15 +97,24 @@ def timeout_for(provider: Provider, total: float | None = None) -> httpx.Timeout
     return httpx.Timeout(read, connect=provider.connect_timeout_s, pool=provider.connect_timeout_s)
 
 
-def _status_error(status: int, body: bytes, headers: httpx.Headers) -> UpstreamError:
+def _status_error(status: int, body: bytes, headers: httpx.Headers, provider: Provider) -> UpstreamError:
     retryable = status == 429 or status >= 500 or status == 408
     return UpstreamError(
         f"upstream answered HTTP {status}",
         status=status,
         retryable=retryable,
-        body=body[:65536],
+        body=_redacted(body[:65536], provider),
         retry_after=headers.get("retry-after"),
     )
+
+
+def _redacted(body: bytes, provider: Provider) -> bytes:
+    """An error body without the credentials we sent: some services quote a rejected key back, and a
+    4xx body is relayed to the client as it is."""
+    for secret in (provider.api_key, *provider.headers.values()):
+        if secret and len(secret) >= 8:  # shorter values are not keys, and would match ordinary text
+            body = body.replace(secret.encode(), b"****")  # the mask search errors and `check` use
+    return body
 
 
 def _transport_error(e: Exception) -> UpstreamError:
@@ -139,7 +148,7 @@ async def post_json(
     except httpx.HTTPError as e:
         raise _transport_error(e) from None
     if resp.status_code != 200:
-        raise _status_error(resp.status_code, resp.content, resp.headers)
+        raise _status_error(resp.status_code, resp.content, resp.headers, provider)
     try:
         data = _json_decode(resp.content)
     except msgspec.DecodeError:
@@ -170,7 +179,7 @@ async def open_sse(
             content = b""
         finally:
             await resp.aclose()
-        raise _status_error(resp.status_code, content, resp.headers)
+        raise _status_error(resp.status_code, content, resp.headers, provider)
     return resp
 
 
