@@ -60,7 +60,6 @@ class Gateway:
         self.last_reload_attempt: float | None = None
         self._stamp: tuple | None = None
         self._watch_task: asyncio.Task | None = None
-        self.draining = False
         self._state_errors_seen = 0
         self._state_degraded = False
 

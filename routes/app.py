@@ -67,11 +67,6 @@ class GatewayMiddleware:
                 if not authorized(headers, keys):
                     await _unauthorized(path, send_with_id)
                     return
-            if gateway.draining and path not in _OPEN_PATHS:
-                resp = JSONResponse({"error": {"message": "gateway is shutting down", "type": "server_error",
-                                               "param": None, "code": "shutting_down"}}, status_code=503)
-                await resp(scope, receive, send_with_id)
-                return
             await self.app(scope, receive, send_with_id)
         finally:
             if path.startswith("/v1/") or path.startswith("/anthropic/"):
@@ -107,7 +102,7 @@ async def health(request: Request) -> Response:
     rt = runtime(request)
     cfg = rt.config
     return JSONResponse({
-        "status": "ok" if not gw.draining else "draining",
+        "status": "ok",
         "pid": os.getpid(),  # which process answered: with --workers N, each worker answers for itself
         "config": {
             "path": cfg.path,

@@ -468,8 +468,8 @@ def test_keys_never_appear_in_any_output(serve, fake_model, fake_model_b, search
     assert '"level": "debug"' in log and "search engine serper failed" in log
     assert "state store unreachable" in log and "redis://:***@127.0.0.1" in log
     texts = dict(outputs)
-    assert "401" in texts["chat bad.m stream=False"] and "Incorrect API key provided: Bearer ****" in texts[
-        "chat bad.m stream=False"]
+    # A provider rejecting our key is the gateway's failure (502 naming the 401), not the client's.
+    assert texts["chat bad.m stream=False"].startswith("502") and "HTTP 401" in texts["chat bad.m stream=False"]
     assert "cannot connect to upstream" in texts["chat dead.m stream=False"]
     assert "****" in texts["searchhub check"]
 

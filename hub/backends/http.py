@@ -12,6 +12,7 @@ import httpx
 import msgspec
 
 from ..config import Provider
+from .transport import LeanAiohttpTransport, UpstreamClient
 
 _json_decode = msgspec.json.decode
 _json_encode = msgspec.json.encode
@@ -60,17 +61,28 @@ class AllTargetsFailed(Exception):
 
 
 def make_client() -> httpx.AsyncClient:
-    """The process-wide upstream client. The aiohttp transport keeps httpx's API and is several
-    times faster under concurrency than httpx's own pool (see bench/)."""
-    try:
-        from httpx_aiohttp import AiohttpTransport
+    """The process-wide upstream client: httpx's API over aiohttp, several times faster under
+    concurrency than httpx's own pool (see bench/)."""
+    return UpstreamClient(LeanAiohttpTransport())
 
-        transport: httpx.AsyncBaseTransport = AiohttpTransport(
-            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200)
-        )
-    except ImportError:  # pragma: no cover - the dependency is declared; this keeps a dev env working
-        transport = httpx.AsyncHTTPTransport(limits=httpx.Limits(max_connections=1000))
-    return httpx.AsyncClient(transport=transport, timeout=None, follow_redirects=False)
+
+_URLS: dict[str, httpx.URL] = {}
+
+
+def _request(url: str, body: dict, headers: dict[str, str], timeout: httpx.Timeout) -> httpx.Request:
+    u = _URLS.get(url)
+    if u is None:
+        u = httpx.URL(url)
+        if len(_URLS) < 1024:
+            _URLS[url] = u
+    return httpx.Request("POST", u, content=_json_encode(body), headers=headers,
+                         extensions={"timeout": timeout.as_dict()})
+
+
+async def _send(client: httpx.AsyncClient, request: httpx.Request, *, stream: bool) -> httpx.Response:
+    if isinstance(client, UpstreamClient):
+        return await client.send_direct(request, stream=stream)
+    return await client.send(request, stream=stream)
 
 
 class Gate:
@@ -98,17 +110,18 @@ def timeout_for(provider: Provider, total: float | None = None) -> httpx.Timeout
 
 
 def _status_error(status: int, body: bytes, headers: httpx.Headers, provider: Provider) -> UpstreamError:
-    retryable = status == 429 or status >= 500 or status == 408
+    # 401/403 mean our provider credentials are wrong, not the client's: another target may work.
+    retryable = status in (401, 403, 408, 429) or status >= 500
     return UpstreamError(
         f"upstream answered HTTP {status}",
         status=status,
         retryable=retryable,
-        body=_redacted(body[:65536], provider),
+        body=redacted(body[:65536], provider),
         retry_after=headers.get("retry-after"),
     )
 
 
-def _redacted(body: bytes, provider: Provider) -> bytes:
+def redacted(body: bytes, provider: Provider) -> bytes:
     """An error body without the credentials we sent: some services quote a rejected key back, and a
     4xx body is relayed to the client as it is."""
     for secret in (provider.api_key, *provider.headers.values()):
@@ -140,8 +153,10 @@ async def post_json(
     client: httpx.AsyncClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
     *, retries: int = 0, timeout: float | None = None,
 ) -> dict:
+    request = _request(url, body, headers, timeout_for(provider, timeout))
+
     async def send() -> httpx.Response:
-        return await client.post(url, content=_json_encode(body), headers=headers, timeout=timeout_for(provider, timeout))
+        return await _send(client, request, stream=False)
 
     try:
         resp = await _with_retries(send, retries)
@@ -163,10 +178,10 @@ async def open_sse(
     *, retries: int = 0,
 ) -> httpx.Response:
     """Send a streaming request; raise UpstreamError unless the upstream answered 200."""
-    req = client.build_request("POST", url, content=_json_encode(body), headers=headers, timeout=timeout_for(provider))
+    request = _request(url, body, headers, timeout_for(provider))
 
     async def send() -> httpx.Response:
-        return await client.send(req, stream=True)
+        return await _send(client, request, stream=True)
 
     try:
         resp = await _with_retries(send, retries)

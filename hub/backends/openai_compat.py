@@ -9,7 +9,7 @@ import httpx
 import msgspec
 
 from ..config import Provider, Target
-from .http import UpstreamError, open_sse, post_json, sse_data
+from .http import UpstreamError, open_sse, post_json, redacted, sse_data
 
 # Fields only searchhub reads; a backend may reject them.
 _GATEWAY_FIELDS = ("web_search", "enable_web_search", "web_search_options")
@@ -65,10 +65,10 @@ async def stream(
     p = target.provider
     resp = await open_sse(client, p, chat_url(p), outbound(body, target, stream=True), headers(p, stream=True),
                           retries=retries)
-    return _chunks(resp)
+    return _chunks(resp, p)
 
 
-async def _chunks(resp: httpx.Response) -> AsyncIterator[dict]:
+async def _chunks(resp: httpx.Response, provider: Provider) -> AsyncIterator[dict]:
     async for data in sse_data(resp):
         if not data or data == b"[DONE]":
             if data == b"[DONE]":
@@ -81,6 +81,7 @@ async def _chunks(resp: httpx.Response) -> AsyncIterator[dict]:
         if isinstance(chunk, dict):
             if "error" in chunk or chunk.get("object") == "error":
                 err = chunk.get("error", chunk)
-                msg = err.get("message") if isinstance(err, dict) else None
-                raise UpstreamError(f"upstream error mid-stream: {str(msg)[:200]}", status=502, retryable=False)
+                msg = str(err.get("message") if isinstance(err, dict) else None)[:200]
+                msg = redacted(msg.encode(), provider).decode(errors="replace")
+                raise UpstreamError(f"upstream error mid-stream: {msg}", status=502, retryable=False)
             yield chunk

@@ -1,0 +1,121 @@
+"""httpx's API over one aiohttp session, without per-request re-work.
+
+httpx stays the client API (requests and responses are httpx objects, errors are httpx errors);
+aiohttp moves the bytes. Compared with the generic httpx-aiohttp transport this one caches the
+aiohttp timeout objects and parsed URLs, keeps no cookies, and streams what arrives as it arrives
+(bench/README.md has the measurements). `UpstreamClient.send_direct` also skips httpx's client
+layer (auth, redirects, cookie extraction, event hooks), which the gateway's upstream calls never
+use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import aiohttp
+import httpx
+from yarl import URL
+
+_HTTP11 = {"http_version": b"HTTP/1.1"}
+
+
+class _Body(httpx.AsyncByteStream):
+    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+        self._resp = resp
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._resp.content.iter_any():
+                yield chunk
+        except Exception as e:
+            raise _mapped(e) from e
+
+    async def aclose(self) -> None:
+        self._resp.release()
+
+
+def _mapped(e: Exception) -> Exception:
+    if isinstance(e, aiohttp.ConnectionTimeoutError):
+        return httpx.ConnectTimeout(str(e) or "connect timeout")
+    if isinstance(e, aiohttp.ClientConnectorError):
+        return httpx.ConnectError(str(e) or "connect error")
+    if isinstance(e, aiohttp.ServerTimeoutError | asyncio.TimeoutError):
+        return httpx.ReadTimeout(str(e) or "read timeout")
+    if isinstance(e, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        return httpx.RemoteProtocolError(str(e) or "server disconnected")
+    if isinstance(e, aiohttp.InvalidURL):
+        return httpx.UnsupportedProtocol(str(e))
+    if isinstance(e, aiohttp.ClientError | OSError):
+        return httpx.NetworkError(str(e) or type(e).__name__)
+    return e
+
+
+class LeanAiohttpTransport(httpx.AsyncBaseTransport):
+    def __init__(self, *, max_connections: int = 1000, keepalive_s: float = 30.0) -> None:
+        self._max_connections = max_connections
+        self._keepalive_s = keepalive_s
+        self._session: aiohttp.ClientSession | None = None
+        self._timeouts: dict[tuple, aiohttp.ClientTimeout] = {}
+        self._urls: dict[str, URL] = {}
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=self._keepalive_s,
+                                             ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
+                                                  auto_decompress=True)
+        return self._session
+
+    def _timeout(self, ext: dict) -> aiohttp.ClientTimeout:
+        key = (ext.get("connect"), ext.get("read"), ext.get("pool"))
+        t = self._timeouts.get(key)
+        if t is None:
+            connect = key[0] if key[2] is None or key[0] is None else max(key[0], key[2])
+            t = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=key[1])
+            if len(self._timeouts) < 256:
+                self._timeouts[key] = t
+        return t
+
+    def _url(self, url: httpx.URL) -> URL:
+        s = str(url)
+        u = self._urls.get(s)
+        if u is None:
+            u = URL(s, encoded=True)
+            if len(self._urls) < 1024:
+                self._urls[s] = u
+        return u
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        timeout = self._timeout(request.extensions.get("timeout") or {})
+        try:
+            resp = await self._get_session().request(
+                request.method, self._url(request.url), data=request.content or None,
+                headers=request.headers.multi_items(), timeout=timeout, allow_redirects=False,
+                skip_auto_headers=("user-agent",),
+            )
+        except Exception as e:
+            raise _mapped(e) from e
+        return httpx.Response(resp.status, headers=resp.raw_headers, stream=_Body(resp), extensions=dict(_HTTP11),
+                              request=request)
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+
+class UpstreamClient(httpx.AsyncClient):
+    """An httpx client whose upstream calls can go straight to the transport."""
+
+    def __init__(self, transport: LeanAiohttpTransport) -> None:
+        super().__init__(transport=transport, timeout=None, follow_redirects=False)
+        self.direct = transport
+
+    async def send_direct(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        resp = await self.direct.handle_async_request(request)
+        if not stream:
+            try:
+                await resp.aread()
+            finally:
+                await resp.aclose()
+        return resp
