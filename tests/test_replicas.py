@@ -16,8 +16,8 @@ import msgspec
 import openai
 import pytest
 import redis
-from httpx_aiohttp import AiohttpTransport
 
+from hub.backends.transport import LeanAiohttpTransport
 from hub.chain import ChainState, chain_key
 
 from .conftest import base_config, searxng_engine
@@ -196,7 +196,7 @@ def test_200_interleaved_chains_never_see_each_other(gateway, fake_model, search
 
     async def run() -> None:
         # The aiohttp transport: httpx's own pool spends quadratic time over 400 connections.
-        transport = AiohttpTransport(limits=httpx.Limits(max_connections=400))
+        transport = LeanAiohttpTransport(max_connections=400)
         async with httpx.AsyncClient(timeout=30, transport=transport,
                                      headers={"authorization": f"Bearer {CLIENT_KEY}"}) as c:
             await asyncio.gather(*(chain(c, n) for n in range(200)))
