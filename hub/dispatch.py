@@ -68,13 +68,13 @@ class Dispatcher:
         )
 
     async def stream(
-        self, route: str, candidates: tuple[Target, ...], body: dict
-    ) -> tuple[AsyncIterator[dict], Target]:
+        self, route: str, candidates: tuple[Target, ...], body: dict, *, raw: bool = False
+    ) -> tuple[AsyncIterator, Target]:
         """Fails over only while nothing reached the client: until the upstream answered 200."""
         retries = self.router.config.router.retries
 
-        async def open_one(t: Target) -> AsyncIterator[dict]:
-            return await openai_compat.stream(self.client, t, body, retries=retries)
+        async def open_one(t: Target) -> AsyncIterator:
+            return await openai_compat.stream(self.client, t, body, retries=retries, raw=raw)
 
         it, target = await self.run(route, candidates, open_one, hold=True)
         return _gated(it, self.gate, target), target

@@ -13,8 +13,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from . import chain as chains
 from . import metrics
+from .backends.openai_compat import decode_chunk
 from .citations import annotate, sources_from_content
 from .config import Limits, Target
 from .errors import Unavailable
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 log = logging.getLogger("searchhub.pipeline")
+_encode = msgspec.json.encode
 _CLIENT_SEARCH_TOOL = re.compile(r"search", re.I)
 _CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}
 
@@ -290,6 +294,9 @@ class Pipeline:
         plan = await self._plan(body, opts)
         dispatcher = self.rt.dispatcher
         if plan.ours is None:
+            if opts.endpoint == "chat":  # the chat encoder takes pre-framed SSE bytes
+                it, target = await dispatcher.stream(plan.route, plan.candidates, plan.body, raw=True)
+                return _relay_sse(it, target)
             it, _ = await dispatcher.stream(plan.route, plan.candidates, plan.body)
             return _relay(it)
         state = self._new_loop(plan, opts)
@@ -413,6 +420,43 @@ class Pipeline:
         yield {**base, "choices": [{"index": 0, "delta": final_delta, "finish_reason": finish}]}
         yield {**base, "choices": [], "usage": usage or None}
         await self._finish_chain(plan, opts, finish)
+
+
+def _plain(data: bytes) -> bool:
+    """A chunk the normalizer would leave as it is: text or usage only, no role, tools, reasoning
+    or finish. Checked on the bytes, so most of a stream is relayed without decoding."""
+    return (b'"finish_reason":null' in data or b'"finish_reason": null' in data) and not (
+        b'"tool_calls"' in data or b'"role"' in data or b'"reasoning' in data or b'"error"' in data)
+
+
+async def _relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIterator[bytes]:
+    """Chat-to-chat relay: each network read of the upstream becomes one write to the client."""
+    normalizer = StreamNormalizer()
+    first = True
+    try:
+        async for batch in it:
+            out = []
+            for data in batch:
+                if data == b"[DONE]":
+                    break
+                if not data:
+                    continue
+                if not first and _plain(data):
+                    out.append(b"data: " + data + b"\n\n")
+                    continue
+                chunk = decode_chunk(data, target.provider)
+                if chunk is None:
+                    continue
+                first = False
+                fixed = normalizer.feed(chunk)
+                if fixed is not None:
+                    out.append(b"data: " + _encode(fixed) + b"\n\n")
+            if out:
+                yield b"".join(out)
+    finally:
+        aclose = getattr(it, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 async def _relay(it: AsyncIterator[dict]) -> AsyncIterator[dict]:

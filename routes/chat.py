@@ -85,7 +85,9 @@ def _expected(e: Exception) -> bool:
 async def encode_stream(items: AsyncIterator, include_usage: bool) -> AsyncIterator[bytes]:
     try:
         async for item in items:
-            if isinstance(item, dict):
+            if isinstance(item, bytes):  # already framed by the relay
+                yield item
+            elif isinstance(item, dict):
                 if not item.get("choices") and "usage" in item and not include_usage:
                     continue
                 if not include_usage and "usage" in item:

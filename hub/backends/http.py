@@ -198,8 +198,9 @@ async def open_sse(
     return resp
 
 
-async def sse_data(resp: httpx.Response) -> AsyncIterator[bytes]:
-    """Yield the payload of each `data:` line as it arrives. Closes the response at the end."""
+async def sse_batches(resp: httpx.Response) -> AsyncIterator[list[bytes]]:
+    """The payloads of the `data:` lines that each network read completed, as they arrive (one
+    list per read, so a relay can forward them in one write). Closes the response at the end."""
     buf = b""
     try:
         async for chunk in resp.aiter_bytes():
@@ -207,12 +208,23 @@ async def sse_data(resp: httpx.Response) -> AsyncIterator[bytes]:
             if b"\n" not in chunk:
                 continue
             *lines, buf = buf.split(b"\n")
-            for line in lines:
-                if line.startswith(b"data:"):
-                    yield line[5:].strip()
+            batch = [line[5:].strip() for line in lines if line.startswith(b"data:")]
+            if batch:
+                yield batch
         if buf.startswith(b"data:"):
-            yield buf[5:].strip()
+            yield [buf[5:].strip()]
     except httpx.HTTPError as e:
         raise _transport_error(e) from None
     finally:
         await resp.aclose()
+
+
+async def sse_data(resp: httpx.Response) -> AsyncIterator[bytes]:
+    """Yield the payload of each `data:` line as it arrives. Closes the response at the end."""
+    batches = sse_batches(resp)
+    try:
+        async for batch in batches:
+            for data in batch:
+                yield data
+    finally:
+        await batches.aclose()

@@ -9,7 +9,7 @@ import httpx
 import msgspec
 
 from ..config import Provider, Target
-from .http import UpstreamError, open_sse, post_json, redacted, sse_data
+from .http import UpstreamError, open_sse, post_json, redacted, sse_batches, sse_data
 
 # Fields only searchhub reads; a backend may reject them.
 _GATEWAY_FIELDS = ("web_search", "enable_web_search", "web_search_options")
@@ -58,30 +58,36 @@ async def complete(client: httpx.AsyncClient, target: Target, body: dict, *, ret
 
 
 async def stream(
-    client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0
-) -> AsyncIterator[dict]:
+    client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0, raw: bool = False
+) -> AsyncIterator:
     """Open the stream (errors before the first byte raise UpstreamError here, so the caller can
-    fail over) and return an iterator of decoded chunks."""
+    fail over) and return an iterator of decoded chunks, or with raw, of the `data:` payloads of
+    each network read (for a relay that forwards most of them untouched)."""
     p = target.provider
     resp = await open_sse(client, p, chat_url(p), outbound(body, target, stream=True), headers(p, stream=True),
                           retries=retries)
-    return _chunks(resp, p)
+    return sse_batches(resp) if raw else _chunks(resp, p)
+
+
+def decode_chunk(data: bytes, provider: Provider) -> dict | None:
+    """One stream payload as a chunk; None for keep-alives and non-objects; an error chunk raises."""
+    try:
+        chunk = _decode(data)
+    except msgspec.DecodeError:
+        raise UpstreamError("upstream sent an invalid stream chunk", status=502) from None
+    if not isinstance(chunk, dict):
+        return None
+    if "error" in chunk or chunk.get("object") == "error":
+        err = chunk.get("error", chunk)
+        msg = str(err.get("message") if isinstance(err, dict) else None)[:200]
+        msg = redacted(msg.encode(), provider).decode(errors="replace")
+        raise UpstreamError(f"upstream error mid-stream: {msg}", status=502, retryable=False)
+    return chunk
 
 
 async def _chunks(resp: httpx.Response, provider: Provider) -> AsyncIterator[dict]:
     async for data in sse_data(resp):
-        if not data or data == b"[DONE]":
-            if data == b"[DONE]":
-                return
-            continue
-        try:
-            chunk = _decode(data)
-        except msgspec.DecodeError:
-            raise UpstreamError("upstream sent an invalid stream chunk", status=502) from None
-        if isinstance(chunk, dict):
-            if "error" in chunk or chunk.get("object") == "error":
-                err = chunk.get("error", chunk)
-                msg = str(err.get("message") if isinstance(err, dict) else None)[:200]
-                msg = redacted(msg.encode(), provider).decode(errors="replace")
-                raise UpstreamError(f"upstream error mid-stream: {msg}", status=502, retryable=False)
+        if data == b"[DONE]":
+            return
+        if data and (chunk := decode_chunk(data, provider)) is not None:
             yield chunk
