@@ -79,7 +79,7 @@ def _request(url: str, body: dict, headers: dict[str, str], timeout: httpx.Timeo
                          extensions={"timeout": timeout.as_dict()})
 
 
-async def _send(client: httpx.AsyncClient, request: httpx.Request, *, stream: bool) -> httpx.Response:
+async def send(client: httpx.AsyncClient, request: httpx.Request, *, stream: bool) -> httpx.Response:
     if isinstance(client, UpstreamClient):
         return await client.send_direct(request, stream=stream)
     return await client.send(request, stream=stream)
@@ -155,11 +155,11 @@ async def post_json(
 ) -> dict:
     request = _request(url, body, headers, timeout_for(provider, timeout))
 
-    async def send() -> httpx.Response:
-        return await _send(client, request, stream=False)
+    async def attempt() -> httpx.Response:
+        return await send(client, request, stream=False)
 
     try:
-        resp = await _with_retries(send, retries)
+        resp = await _with_retries(attempt, retries)
     except httpx.HTTPError as e:
         raise _transport_error(e) from None
     if resp.status_code != 200:
@@ -180,11 +180,11 @@ async def open_sse(
     """Send a streaming request; raise UpstreamError unless the upstream answered 200."""
     request = _request(url, body, headers, timeout_for(provider))
 
-    async def send() -> httpx.Response:
-        return await _send(client, request, stream=True)
+    async def attempt() -> httpx.Response:
+        return await send(client, request, stream=True)
 
     try:
-        resp = await _with_retries(send, retries)
+        resp = await _with_retries(attempt, retries)
     except httpx.HTTPError as e:
         raise _transport_error(e) from None
     if resp.status_code != 200:

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from ..backends.http import send
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError
 from .sanitize import clean_text, truncate
 
@@ -38,11 +39,10 @@ async def fetch_json(
     if out.json is not None:
         content = _encode(out.json)
         headers.setdefault("content-type", "application/json")
+    request = httpx.Request(out.method, out.url, params=out.params, content=content, headers=headers,
+                            extensions={"timeout": httpx.Timeout(timeout).as_dict()})
     try:
-        resp = await client.request(
-            out.method, out.url, params=out.params, content=content, headers=headers,
-            timeout=httpx.Timeout(timeout), follow_redirects=False,
-        )
+        resp = await send(client, request, stream=False)
     except (httpx.ConnectError, httpx.ConnectTimeout):
         # The aiohttp transport reports a refused connection as ConnectTimeout.
         raise EngineError("cannot reach the search service (connection failed)") from None

@@ -57,11 +57,12 @@ def clean_text(value: Any, cap: int, *, multiline: bool = False) -> str:
         s = html.unescape(s)
         if "<" in s:  # entity-encoded markup (&lt;b&gt;)
             s = _TAG.sub("", s)
-    s = _INVISIBLE.sub("", s)
+    if not (s.isascii() and s.isprintable()):  # the common case has nothing invisible to strip
+        s = _INVISIBLE.sub("", s)
     if multiline:
         s = _BLANK_LINES.sub("\n\n", _LINE_EDGES.sub("\n", _INLINE_SPACE.sub(" ", s))).strip()
     else:
-        s = _SPACE.sub(" ", s).strip()
+        s = " ".join(s.split())
     return truncate(s, cap)
 
 
