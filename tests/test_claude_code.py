@@ -15,7 +15,7 @@ from .fakes.search_providers import CORPUS, Reply
 from .test_messages import accumulate, parse_sse
 from .test_messages_gateway import ws_config
 
-FIXTURES = Path("/work/shared/fixtures/claude-code")
+FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"
 _DROP_HEADERS = {"host", "content-length", "connection", "accept-encoding", "x-api-key"}
 EXEC = sorted(p.name for p in FIXTURES.glob("*websearch-exec*"))
 MAIN = sorted(p.name for p in FIXTURES.glob("*-main-*"))

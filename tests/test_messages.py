@@ -18,7 +18,7 @@ from hub.protocols.messages import MessagesStream, estimate_input_tokens, from_c
 from hub.protocols.messages_blocks import decode_hit
 from hub.search.base import Hit, SearchResult
 
-FIXTURES = Path("/work/shared/fixtures/claude-code")
+FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"
 
 
 def req(**kw) -> dict:

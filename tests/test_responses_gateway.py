@@ -21,7 +21,7 @@ from .fakes.search_providers import KEYS, FakeSearchProviders
 from .fakes.server import ServerThread
 from .test_responses_stream import check_events, parse_sse
 
-CODEX = sorted(Path("/work/shared/fixtures/codex").glob("*.json"))
+CODEX = sorted((Path(__file__).parent / "fixtures" / "codex").glob("*.json"))
 WEATHER = {"type": "function", "name": "get_weather", "description": "Weather for a city.", "strict": False,
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 

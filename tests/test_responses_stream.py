@@ -21,7 +21,7 @@ from hub.events import Keepalive, SearchCall, SearchFinished, SearchStarted
 from hub.protocols.responses import KEEPALIVE, ResponsesStream, to_chat
 from hub.search.base import Hit, SearchResult
 
-FIXTURES = Path("/work/shared/fixtures/codex")
+FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 CODEX = sorted(FIXTURES.glob("*.json"))
 _EVENT_TYPES = {typing.get_args(cls.model_fields["type"].annotation)[0]: cls
                 for cls in typing.get_args(typing.get_args(ResponseStreamEvent)[0])}

@@ -16,7 +16,7 @@ from hub.events import HostedSearch, Outcome, SearchCall
 from hub.protocols.responses import custom_input, from_chat, items_to_messages, to_chat
 from hub.search.base import Hit, SearchResult
 
-FIXTURES = Path("/work/shared/fixtures/codex")
+FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 CODEX = sorted(FIXTURES.glob("*.json"))
 
 
