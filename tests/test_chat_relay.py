@@ -344,3 +344,28 @@ def test_in_flight_request_finishes_on_its_config(gateway, fake_model, fake_mode
         return (await slow).choices[0].message.content, fast.choices[0].message.content
 
     assert asyncio.run(run()) == ("old config", "new config")
+
+
+def test_route_classes_when_configured(gateway, fake_model) -> None:
+    cfg = base_config(fake_model.url)
+    cfg["virtualrouter"]["longContextThresholdTokens"] = 100
+    cfg["virtualrouter"]["routing"].update({
+        "longcontext": [{"targets": ["local.long"]}],
+        "thinking": [{"targets": ["local.think"]}],
+        "background": [{"targets": ["local.small"]}],
+    })
+    gw = gateway(cfg)
+    client = sdk(gw)
+    msg = [{"role": "user", "content": "hi"}]
+    client.chat.completions.create(model="claude-haiku-4-5", messages=msg)
+    assert fake_model.requests[-1]["model"] == "small"
+    client.chat.completions.create(model="whatever", messages=msg, reasoning_effort="high")
+    assert fake_model.requests[-1]["model"] == "think"
+    client.chat.completions.create(model="whatever", messages=[{"role": "user", "content": "x " * 400}])
+    assert fake_model.requests[-1]["model"] == "long"
+    client.chat.completions.create(model="whatever", messages=msg)
+    assert fake_model.requests[-1]["model"] == "m"
+    # Without the classes configured, the same requests all go to default.
+    gw2 = gateway(base_config(fake_model.url), name="plain.json")
+    sdk(gw2).chat.completions.create(model="claude-haiku-4-5", messages=msg, reasoning_effort="high")
+    assert fake_model.requests[-1]["model"] == "m"
