@@ -17,7 +17,6 @@ import msgspec
 
 from . import chain as chains
 from . import metrics
-from .backends.openai_compat import decode_chunk
 from .citations import annotate, sources_from_content
 from .config import Limits, Target
 from .errors import Unavailable
@@ -26,6 +25,7 @@ from .intent import classify, latest_user_text
 from .logctx import chain_id_var
 from .loop import LoopState, run_round
 from .protocols.chat import StreamNormalizer, ToolCallAssembler, normalize_completion
+from .relay import relay_chunks, relay_sse
 from .tools import web_search_tool
 
 if TYPE_CHECKING:
@@ -296,9 +296,9 @@ class Pipeline:
         if plan.ours is None:
             if opts.endpoint == "chat":  # the chat encoder takes pre-framed SSE bytes
                 it, target = await dispatcher.stream(plan.route, plan.candidates, plan.body, raw=True)
-                return _relay_sse(it, target)
+                return relay_sse(it, target)
             it, _ = await dispatcher.stream(plan.route, plan.candidates, plan.body)
-            return _relay(it)
+            return relay_chunks(it)
         state = self._new_loop(plan, opts)
         allow = state.tool_allowed()
         messages = list(plan.body["messages"])
@@ -420,53 +420,3 @@ class Pipeline:
         yield {**base, "choices": [{"index": 0, "delta": final_delta, "finish_reason": finish}]}
         yield {**base, "choices": [], "usage": usage or None}
         await self._finish_chain(plan, opts, finish)
-
-
-def _plain(data: bytes) -> bool:
-    """A chunk the normalizer would leave as it is: text or usage only, no role, tools, reasoning
-    or finish. Checked on the bytes, so most of a stream is relayed without decoding."""
-    return (b'"finish_reason":null' in data or b'"finish_reason": null' in data) and not (
-        b'"tool_calls"' in data or b'"role"' in data or b'"reasoning' in data or b'"error"' in data)
-
-
-async def _relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIterator[bytes]:
-    """Chat-to-chat relay: each network read of the upstream becomes one write to the client."""
-    normalizer = StreamNormalizer()
-    first = True
-    try:
-        async for batch in it:
-            out = []
-            for data in batch:
-                if data == b"[DONE]":
-                    break
-                if not data:
-                    continue
-                if not first and _plain(data):
-                    out.append(b"data: " + data + b"\n\n")
-                    continue
-                chunk = decode_chunk(data, target.provider)
-                if chunk is None:
-                    continue
-                first = False
-                fixed = normalizer.feed(chunk)
-                if fixed is not None:
-                    out.append(b"data: " + _encode(fixed) + b"\n\n")
-            if out:
-                yield b"".join(out)
-    finally:
-        aclose = getattr(it, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-
-async def _relay(it: AsyncIterator[dict]) -> AsyncIterator[dict]:
-    normalizer = StreamNormalizer()
-    try:
-        async for raw in it:
-            chunk = normalizer.feed(raw)
-            if chunk is not None:
-                yield chunk
-    finally:
-        aclose = getattr(it, "aclose", None)
-        if aclose is not None:
-            await aclose()
