@@ -13,8 +13,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from . import chain as chains
 from . import metrics
 from .citations import annotate, sources_from_content
@@ -32,7 +30,6 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 log = logging.getLogger("searchhub.pipeline")
-_encode = msgspec.json.encode
 _CLIENT_SEARCH_TOOL = re.compile(r"search", re.I)
 _CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}
 
