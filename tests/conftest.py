@@ -13,6 +13,7 @@ import pytest
 from routes.app import create_app
 
 from .fakes.model import FakeModel
+from .fakes.redis_server import RedisServer, RedisServerMissing
 from .fakes.server import ServerThread
 
 
@@ -94,15 +95,18 @@ def gateway(tmp_path: Path) -> Iterator:
         s.stop()
 
 
+def _serve(fake) -> Iterator:
+    """Start a fake's app on loopback, set the running server as `fake.server`, stop it afterwards."""
+    fake.server = ServerThread(fake.app).start()
+    yield fake
+    fake.server.stop()
+
+
 @pytest.fixture(scope="session")
 def _search_fakes_server() -> Iterator:
     from .fakes.search_providers import FakeSearchProviders
 
-    fakes = FakeSearchProviders()
-    server = ServerThread(fakes.app).start()
-    fakes.server = server  # type: ignore[attr-defined]
-    yield fakes
-    server.stop()
+    yield from _serve(FakeSearchProviders())
 
 
 @pytest.fixture
@@ -110,6 +114,45 @@ def search_fakes(_search_fakes_server):
     """Fake Serper/Brave/Exa/Tavily/SearXNG on one loopback server; `.base_url(.server, name)`."""
     _search_fakes_server.reset()
     return _search_fakes_server
+
+
+@pytest.fixture(scope="session")
+def _search_models_server() -> Iterator:
+    from .fakes.search_models import FakeSearchModels
+
+    yield from _serve(FakeSearchModels())
+
+
+@pytest.fixture
+def search_models(_search_models_server):
+    """Fake GLM and Gemini search models on one loopback server; `.glm_base(.server, instance)`."""
+    _search_models_server.reset()
+    return _search_models_server
+
+
+def start_redis(password: str | None = None) -> RedisServer:
+    """A started redis-server. CI installs it, so a missing one fails the test, never skips it."""
+    try:
+        server = RedisServer(password=password)
+    except RedisServerMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+    server.start()
+    return server
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    server = start_redis()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    """A server this test alone may stop, pause and restart."""
+    server = start_redis()
+    yield server
+    server.close()
 
 
 def searxng_engine(fakes, id: str = "searxng", **extra) -> dict:

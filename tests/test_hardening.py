@@ -20,9 +20,9 @@ import openai
 import pytest
 import uvicorn
 
-from .conftest import base_config, serper_engine
+from .conftest import base_config, serper_engine, start_redis
 from .fakes.model import FakeModel
-from .fakes.redis_server import RedisServer, RedisServerMissing, free_port
+from .fakes.redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -368,11 +368,7 @@ def _leaks(text: str) -> list[str]:
 
 @pytest.fixture
 def redis_with_password() -> Iterator[RedisServer]:
-    try:
-        server = RedisServer(password=CANARIES["redis"])
-    except RedisServerMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
-    server.start()
+    server = start_redis(password=CANARIES["redis"])
     yield server
     server.close()
 

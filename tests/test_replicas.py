@@ -9,7 +9,6 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import msgspec
@@ -21,35 +20,11 @@ from hub.backends.transport import LeanAiohttpTransport
 from hub.chain import ChainState, chain_key
 
 from .conftest import base_config, searxng_engine
-from .fakes.redis_server import RedisServer, RedisServerMissing, SilentListener, free_port
+from .fakes.redis_server import SilentListener, free_port
 
 CLIENT_KEY = "client-key"
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
 FAST = 1.0  # seconds: no request may take longer while Redis misbehaves (timeoutMs is 250)
-
-
-def _server() -> RedisServer:
-    try:
-        server = RedisServer()
-    except RedisServerMissing as exc:
-        pytest.fail(str(exc), pytrace=False)  # CI installs it, so a missing server fails, never skips
-    server.start()
-    return server
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = _server()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisServer]:
-    """A server this test alone may stop, pause and restart."""
-    server = _server()
-    yield server
-    server.close()
 
 
 def replica_config(model_url: str, fakes, redis_url: str, *, prefix: str | None = None, timeout_ms: int = 250,

@@ -26,18 +26,10 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "Weather fo
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 
 
-@pytest.fixture(scope="module")
-def _search_server() -> Iterator[tuple[FakeSearchProviders, ServerThread]]:
-    fakes = FakeSearchProviders()
-    server = ServerThread(fakes.app).start()
-    yield fakes, server
-    server.stop()
-
-
 @pytest.fixture
-def search(_search_server) -> tuple[FakeSearchProviders, ServerThread]:
-    _search_server[0].reset()
-    return _search_server
+def search(search_fakes) -> tuple[FakeSearchProviders, ServerThread]:
+    """The shared fake providers (tests/conftest.py), reset for this test, and their server."""
+    return search_fakes, search_fakes.server
 
 
 def ws_config(model_url: str, search) -> dict:

@@ -10,24 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from .fakes.search_providers import KEYS, FakeSearchProviders, Reply, config_with
-from .fakes.server import ServerThread
+from .fakes.search_providers import KEYS, Reply, config_with
 
 ROOT = Path(__file__).resolve().parent.parent
 CANARY = "sk-CANARY-cli-51f0a8e2c3d94b17"
 
 
-@pytest.fixture(scope="module")
-def fake():
-    f = FakeSearchProviders()
-    f.server = ServerThread(f.app).start()
-    yield f
-    f.server.stop()
-
-
-@pytest.fixture(autouse=True)
-def _fresh(fake):
-    fake.reset()
+@pytest.fixture
+def fake(search_fakes):
+    """The shared fake search providers (tests/conftest.py), reset for this test."""
+    return search_fakes
 
 
 @pytest.fixture

@@ -11,22 +11,14 @@ import pytest
 
 from hub.router import Cooldowns
 
-from .fakes.search_models import GEMINI_KEY, GLM_KEY, FakeSearchModels
+from .fakes.search_models import GEMINI_KEY, GLM_KEY
 from .fakes.search_providers import Reply, config_with, search_service
-from .fakes.server import ServerThread
 
 
-@pytest.fixture(scope="module")
-def fake():
-    f = FakeSearchModels()
-    f.server = ServerThread(f.app).start()
-    yield f
-    f.server.stop()
-
-
-@pytest.fixture(autouse=True)
-def _fresh(fake):
-    fake.reset()
+@pytest.fixture
+def fake(search_models):
+    """The shared fake search models (tests/conftest.py), reset for this test."""
+    return search_models
 
 
 def providers(fake, **keys) -> dict:

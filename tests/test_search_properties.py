@@ -16,8 +16,7 @@ from hub.search.base import RECENCY, EngineError, Parsed, RawHit
 from hub.search.registry import ENGINES
 from hub.search.sanitize import bound, clean_text, clean_url, domain_matches, fit, host_of, size
 
-from .fakes.search_providers import FakeSearchProviders, config_with, search_service
-from .fakes.server import ServerThread
+from .fakes.search_providers import config_with, search_service
 
 CODES = {"unavailable", "too_many_requests", "invalid_tool_input", "query_too_long"}
 FIELDS = [
@@ -199,12 +198,10 @@ def test_clean_url_only_keeps_http_urls(value):
 # ---------------------------------------------------------------- the service takes any arguments
 
 
-@pytest.fixture(scope="module")
-def searxng():
-    f = FakeSearchProviders()
-    f.server = ServerThread(f.app).start()
-    yield f
-    f.server.stop()
+@pytest.fixture
+def searxng(search_fakes):
+    """The shared fake providers (tests/conftest.py), reset once for the test, not per example."""
+    return search_fakes
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

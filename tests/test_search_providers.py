@@ -11,23 +11,15 @@ import pytest
 
 from hub.search import SearchResult
 
-from .fakes.search_providers import KEYS, FakeSearchProviders, Reply, config_with, search_service
-from .fakes.server import ServerThread
+from .fakes.search_providers import KEYS, Reply, config_with, search_service
 
 KINDS = ["serper", "brave", "exa", "tavily", "searxng"]
 
 
-@pytest.fixture(scope="module")
-def fake():
-    f = FakeSearchProviders()
-    f.server = ServerThread(f.app).start()
-    yield f
-    f.server.stop()
-
-
-@pytest.fixture(autouse=True)
-def _fresh(fake):
-    fake.reset()
+@pytest.fixture
+def fake(search_fakes):
+    """The shared fake search providers (tests/conftest.py), reset for this test."""
+    return search_fakes
 
 
 def engine(fake, kind: str, **extra) -> dict:

@@ -15,24 +15,16 @@ from hub.search.cache import PREFIX, cache_key
 from hub.store.base import StoreUnavailable
 from hub.store.memory import MemoryStore
 
-from .fakes.search_models import GLM_KEY, FakeSearchModels
-from .fakes.search_providers import KEYS, FakeSearchProviders, Reply, config_with, search_service
-from .fakes.server import ServerThread
+from .fakes.search_models import GLM_KEY
+from .fakes.search_providers import KEYS, Reply, config_with, search_service
 
 CANARY = "sk-CANARY-7f3a9c1e5b2d4f60"
 
 
-@pytest.fixture(scope="module")
-def fake():
-    f = FakeSearchProviders()
-    f.server = ServerThread(f.app).start()
-    yield f
-    f.server.stop()
-
-
-@pytest.fixture(autouse=True)
-def _fresh(fake):
-    fake.reset()
+@pytest.fixture
+def fake(search_fakes):
+    """The shared fake search providers (tests/conftest.py), reset for this test."""
+    return search_fakes
 
 
 def engine(fake, kind: str, id: str | None = None, **extra) -> dict:
@@ -253,16 +245,8 @@ def test_metrics_are_recorded(fake):
 # ---------------------------------------------------------------- keys never leak
 
 
-@pytest.fixture(scope="module")
-def models():
-    f = FakeSearchModels()
-    f.server = ServerThread(f.app).start()
-    yield f
-    f.server.stop()
-
-
-def test_a_planted_key_never_shows(fake, models, caplog):
-    models.reset()
+def test_a_planted_key_never_shows(fake, search_models, caplog):
+    models = search_models
     caplog.set_level(logging.DEBUG)
     echo = {"message": f"invalid key {CANARY}", "detail": f"key {CANARY} rejected", "statusCode": 401}
     fake.script("serper", Reply(status=401, body=echo))

@@ -7,7 +7,7 @@ import json
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator, Awaitable
 
 import anyio
 import pytest
@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from hub.store import MemoryStore, Store, StoreUnavailable, open_store
 from hub.store.redis import RedisStore
 from hub.store.resilient import ResilientStore
-from tests.fakes.redis_server import RedisServer, RedisServerMissing, SilentListener
+from tests.conftest import start_redis
+from tests.fakes.redis_server import RedisServer, SilentListener
 
 pytestmark = pytest.mark.anyio
 
@@ -28,32 +29,6 @@ FAST = 1.0  # seconds: the bound on any failing call when the timeout is 250 ms
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def _server(password: str | None = None) -> RedisServer:
-    try:
-        server = RedisServer(password=password)
-    except RedisServerMissing as exc:
-        missing = str(exc)
-    else:
-        server.start()
-        return server
-    pytest.fail(missing, pytrace=False)  # CI installs it, so a missing server fails, never skips
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = _server()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def own_redis() -> Iterator[RedisServer]:
-    """A server this test alone may stop, pause and restart."""
-    server = _server()
-    yield server
-    server.close()
 
 
 def _prefix() -> str:
@@ -381,7 +356,7 @@ async def test_resilient_passes_through_while_healthy(redis_server: RedisServer)
 
 async def test_password_never_appears_in_health_or_errors() -> None:
     secret = "s3cr3t-pa55"
-    server = _server(password=secret)
+    server = start_redis(password=secret)
     good = RedisStore(server.url, key_prefix=_prefix())
     wrong = ResilientStore(
         RedisStore(server.url.replace(secret, "nope-" + secret), key_prefix="x:"), MemoryStore()
