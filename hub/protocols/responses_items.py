@@ -7,6 +7,7 @@ backend has no use for (reasoning, replayed web searches, other providers' hoste
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import BadRequest
@@ -100,8 +101,7 @@ class Conversation:
             elif kind is None:
                 raise BadRequest(f"{path} has neither 'type' nor 'role'", param=f"{path}.type")
             else:
-                raise BadRequest(f"{path}.type {str(kind)[:60]!r} is not a supported input item type",
-                                 param=f"{path}.type")
+                raise _bad_type(path, kind, "is not a supported input item type")
         self._flush_images()
         return self.messages
 
@@ -148,11 +148,7 @@ class Conversation:
             raise BadRequest(f"{path} must be a string or an array of content items", param=path)
         texts: list[str] = []
         images: list[dict] = []
-        for j, part in enumerate(output):
-            ppath = f"{path}[{j}]"
-            if not isinstance(part, dict):
-                raise BadRequest(f"{ppath} must be an object", param=ppath)
-            kind = _str(part.get("type"))
+        for part, ppath, kind in _typed_parts(output, path):
             if kind in _TEXT_PARTS:
                 texts.append(_part_text(part, ppath))
             elif kind == "input_image":
@@ -162,8 +158,7 @@ class Conversation:
                 name = part.get("filename") if isinstance(part.get("filename"), str) else "file"
                 texts.append(f"[{name}: files in tool results are not supported]")
             else:
-                raise BadRequest(f"{ppath}.type {str(kind)[:60]!r} is not a supported tool output part",
-                                 param=f"{ppath}.type")
+                raise _bad_type(ppath, kind, "is not a supported tool output part")
         if images:
             self.pending_images.append({"type": "text", "text": f"Images returned by tool call {call_id}:"})
             self.pending_images.extend(images)
@@ -188,6 +183,19 @@ def _arguments(value: Any, path: str) -> str:
     if isinstance(value, dict):
         return json.dumps(value, ensure_ascii=False)
     raise BadRequest(f"{path} must be a JSON string", param=path)
+
+
+def _typed_parts(parts: list, path: str) -> Iterator[tuple[dict, str, str | None]]:
+    """Each part of a content array with its JSON path and its type; a part that is not an object is rejected."""
+    for j, part in enumerate(parts):
+        ppath = f"{path}[{j}]"
+        if not isinstance(part, dict):
+            raise BadRequest(f"{ppath} must be an object", param=ppath)
+        yield part, ppath, _str(part.get("type"))
+
+
+def _bad_type(path: str, kind: Any, problem: str) -> BadRequest:
+    return BadRequest(f"{path}.type {str(kind)[:60]!r} {problem}", param=f"{path}.type")
 
 
 def _part_text(part: dict, path: str) -> str:
@@ -215,11 +223,7 @@ def _user_content(content: Any, path: str) -> str | list[dict]:
     if not isinstance(content, list):
         raise BadRequest(f"{path} must be a string or an array of content parts", param=path)
     parts: list[dict] = []
-    for j, part in enumerate(content):
-        ppath = f"{path}[{j}]"
-        if not isinstance(part, dict):
-            raise BadRequest(f"{ppath} must be an object", param=ppath)
-        kind = _str(part.get("type"))
+    for part, ppath, kind in _typed_parts(content, path):
         if kind in _TEXT_PARTS:
             parts.append({"type": "text", "text": _part_text(part, ppath)})
         elif kind == "input_image":
@@ -234,8 +238,7 @@ def _user_content(content: Any, path: str) -> str | list[dict]:
                 file["filename"] = part["filename"]
             parts.append({"type": "file", "file": file})
         else:
-            raise BadRequest(f"{ppath}.type {str(kind)[:60]!r} is not a supported content part",
-                             param=f"{ppath}.type")
+            raise _bad_type(ppath, kind, "is not a supported content part")
     if all(p["type"] == "text" for p in parts):
         return "\n".join(p["text"] for p in parts)  # chat templates that only take strings work too
     return parts
@@ -250,16 +253,11 @@ def _plain_text(content: Any, path: str) -> str:
     if not isinstance(content, list):
         raise BadRequest(f"{path} must be a string or an array of content parts", param=path)
     texts = []
-    for j, part in enumerate(content):
-        ppath = f"{path}[{j}]"
-        if not isinstance(part, dict):
-            raise BadRequest(f"{ppath} must be an object", param=ppath)
-        kind = _str(part.get("type"))
+    for part, ppath, kind in _typed_parts(content, path):
         if kind in _TEXT_PARTS:
             texts.append(_part_text(part, ppath))
         elif kind == "refusal":
             texts.append(_text_of(part.get("refusal")))
         else:
-            raise BadRequest(f"{ppath}.type {str(kind)[:60]!r} is not allowed here (text only)",
-                             param=f"{ppath}.type")
+            raise _bad_type(ppath, kind, "is not allowed here (text only)")
     return "\n".join(texts)
