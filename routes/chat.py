@@ -12,7 +12,15 @@ from starlette.routing import Route
 
 from hub.errors import BadRequest
 
-from .common import cancel_on_disconnect, openai_error, openai_stream_error, options, read_json, runtime
+from .common import (
+    cancel_on_disconnect,
+    expected_error,
+    openai_error,
+    openai_stream_error,
+    options,
+    read_json,
+    runtime,
+)
 
 log = logging.getLogger("searchhub.chat")
 _encode = msgspec.json.encode
@@ -69,17 +77,9 @@ async def chat_completions(request: Request) -> Response:
         outcome = await cancel_on_disconnect(request, rt.pipeline.complete(body, opts))
         return Response(_encode(outcome.response), media_type="application/json")
     except Exception as e:  # every failure answers in OpenAI's error shape
-        if not _expected(e):
+        if not expected_error(e):
             log.exception("chat completion failed")
         return openai_error(e)
-
-
-def _expected(e: Exception) -> bool:
-    from hub.backends.http import AllTargetsFailed, UpstreamError
-    from hub.errors import GatewayError
-    from hub.router import UnknownTarget
-
-    return isinstance(e, GatewayError | AllTargetsFailed | UpstreamError | UnknownTarget)
 
 
 async def encode_stream(items: AsyncIterator, include_usage: bool) -> AsyncIterator[bytes]:
@@ -96,7 +96,7 @@ async def encode_stream(items: AsyncIterator, include_usage: bool) -> AsyncItera
             elif type(item).__name__ == "Keepalive":
                 yield b": keepalive\n\n"
     except Exception as e:
-        if not _expected(e):
+        if not expected_error(e):
             log.exception("stream failed")
         else:
             log.warning("stream broke: %s", e)

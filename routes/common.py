@@ -109,6 +109,11 @@ def authorized(headers, keys: tuple[str, ...]) -> bool:
 # ---------------------------------------------------------------- errors
 
 
+def expected_error(e: Exception) -> bool:
+    """A failure the gateway answers on purpose (logged as a warning, not with a traceback)."""
+    return isinstance(e, GatewayError | AllTargetsFailed | UpstreamError | UnknownTarget)
+
+
 def as_gateway_error(exc: Exception) -> GatewayError:
     """Map anything the pipeline raises to a client-safe GatewayError."""
     if isinstance(exc, GatewayError):

@@ -19,10 +19,10 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from hub import aliases
-from hub.backends.http import AllTargetsFailed, UpstreamError, open_sse, post_json
+from hub.backends.http import UpstreamError, open_sse, post_json
 from hub.claude_code import SearchExecution, search_execution_query
 from hub.config import Target
-from hub.errors import BadRequest, GatewayError
+from hub.errors import BadRequest
 from hub.events import Options
 from hub.protocols.messages import (
     MessagesContext,
@@ -32,10 +32,17 @@ from hub.protocols.messages import (
     from_chat,
     to_chat,
 )
-from hub.router import UnknownTarget
 from hub.runtime import Runtime
 
-from .common import as_gateway_error, cancel_on_disconnect, options, read_json, request_id_var, runtime
+from .common import (
+    as_gateway_error,
+    cancel_on_disconnect,
+    expected_error,
+    options,
+    read_json,
+    request_id_var,
+    runtime,
+)
 
 log = logging.getLogger("searchhub.messages")
 _encode = msgspec.json.encode
@@ -125,10 +132,6 @@ def _backend_message(exc: UpstreamError, input_tokens: int) -> str:
     return f"the backend rejected the request (HTTP {exc.status})"
 
 
-def _expected(e: Exception) -> bool:
-    return isinstance(e, GatewayError | AllTargetsFailed | UpstreamError | UnknownTarget)
-
-
 # --- encoding -----------------------------------------------------------------------------------
 
 
@@ -150,7 +153,7 @@ async def _encode_stream(items: AsyncIterator, encoder: MessagesStream) -> Async
             if out:
                 yield out
     except Exception as e:  # the stream broke after the 200: Anthropic's `error` event
-        if _expected(e):
+        if expected_error(e):
             log.warning("stream broke: %s", e)
         else:
             log.exception("stream failed")
@@ -286,7 +289,7 @@ async def create_message(request: Request) -> Response:
             chat = {k: v for k, v in chat.items() if k != "max_tokens"}
             return await _answer(request, rt, chat, ctx, opts, input_tokens)
     except Exception as e:  # every failure answers in Anthropic's error shape
-        if not _expected(e):
+        if not expected_error(e):
             log.exception("messages request failed")
         return anthropic_error(e, input_tokens=input_tokens)
 
@@ -310,7 +313,7 @@ async def count_tokens(request: Request) -> Response:
         to_chat(body)  # the same validation as a real request
         return _json({"input_tokens": estimate_input_tokens(body)})
     except Exception as e:
-        if not _expected(e):
+        if not expected_error(e):
             log.exception("count_tokens failed")
         return anthropic_error(e)
 

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from hub.backends.http import AllTargetsFailed, UpstreamError, open_sse, post_json
+from hub.backends.http import open_sse, post_json
 from hub.config import Target
 from hub.errors import GatewayError, NotFound, Unavailable
 from hub.protocols.responses import (
@@ -29,11 +29,18 @@ from hub.protocols.responses import (
     sse,
     to_chat,
 )
-from hub.router import UnknownTarget
 from hub.runtime import Runtime
 from hub.store import StoreUnavailable
 
-from .common import as_gateway_error, cancel_on_disconnect, openai_error, options, read_json, runtime
+from .common import (
+    as_gateway_error,
+    cancel_on_disconnect,
+    expected_error,
+    openai_error,
+    options,
+    read_json,
+    runtime,
+)
 
 log = logging.getLogger("searchhub.responses")
 _encode = msgspec.json.encode
@@ -47,10 +54,6 @@ class Stored(msgspec.Struct):
 
     response: dict
     messages: list[dict]
-
-
-def _expected(e: Exception) -> bool:
-    return isinstance(e, GatewayError | AllTargetsFailed | UpstreamError | UnknownTarget)
 
 
 def _json(body: dict, status: int = 200) -> Response:
@@ -162,7 +165,7 @@ async def _relay(resp: httpx.Response, rt: Runtime, target: Target) -> AsyncIter
 
 def _describe(exc: BaseException) -> tuple[str, str]:
     """(error.code, message) for `response.failed` when a stream breaks after it started."""
-    if isinstance(exc, Exception) and _expected(exc):
+    if isinstance(exc, Exception) and expected_error(exc):
         log.warning("responses stream broke: %s", exc)
     else:
         log.error("responses stream failed", exc_info=exc)
@@ -202,7 +205,7 @@ async def create_response(request: Request) -> Response:
             await _save(rt, response, ctx)
         return _json(response)
     except Exception as e:  # every failure answers in OpenAI's error shape
-        if not _expected(e):
+        if not expected_error(e):
             log.exception("responses request failed")
         return openai_error(e)
 
@@ -215,7 +218,7 @@ async def get_response(request: Request) -> Response:
             raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
         return _json(stored.response)
     except Exception as e:
-        if not _expected(e):
+        if not expected_error(e):
             log.exception("retrieving a response failed")
         return openai_error(e)
 
@@ -232,7 +235,7 @@ async def delete_response(request: Request) -> Response:
             raise Unavailable("stored responses are unavailable right now", code="store_unavailable") from None
         return _json({"id": response_id, "object": "response", "deleted": True})
     except Exception as e:
-        if not _expected(e):
+        if not expected_error(e):
             log.exception("deleting a response failed")
         return openai_error(e)
 

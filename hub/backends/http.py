@@ -149,21 +149,35 @@ async def _with_retries(fn, retries: int):
             await asyncio.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
 
 
-async def post_json(
-    client: httpx.AsyncClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
-    *, retries: int = 0, timeout: float | None = None,
-) -> dict:
-    request = _request(url, body, headers, timeout_for(provider, timeout))
+async def _exchange(client: httpx.AsyncClient, provider: Provider, request: httpx.Request, *, retries: int,
+                    stream: bool) -> httpx.Response:
+    """Send with retries; any transport failure or non-200 answer becomes an UpstreamError."""
 
     async def attempt() -> httpx.Response:
-        return await send(client, request, stream=False)
+        return await send(client, request, stream=stream)
 
     try:
         resp = await _with_retries(attempt, retries)
     except httpx.HTTPError as e:
         raise _transport_error(e) from None
     if resp.status_code != 200:
-        raise _status_error(resp.status_code, resp.content, resp.headers, provider)
+        content = b""
+        try:
+            content = await resp.aread()  # already read unless streaming
+        except httpx.HTTPError:
+            pass
+        finally:
+            await resp.aclose()
+        raise _status_error(resp.status_code, content, resp.headers, provider)
+    return resp
+
+
+async def post_json(
+    client: httpx.AsyncClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
+    *, retries: int = 0, timeout: float | None = None,
+) -> dict:
+    request = _request(url, body, headers, timeout_for(provider, timeout))
+    resp = await _exchange(client, provider, request, retries=retries, stream=False)
     try:
         data = _json_decode(resp.content)
     except msgspec.DecodeError:
@@ -179,23 +193,7 @@ async def open_sse(
 ) -> httpx.Response:
     """Send a streaming request; raise UpstreamError unless the upstream answered 200."""
     request = _request(url, body, headers, timeout_for(provider))
-
-    async def attempt() -> httpx.Response:
-        return await send(client, request, stream=True)
-
-    try:
-        resp = await _with_retries(attempt, retries)
-    except httpx.HTTPError as e:
-        raise _transport_error(e) from None
-    if resp.status_code != 200:
-        try:
-            content = await resp.aread()
-        except httpx.HTTPError:
-            content = b""
-        finally:
-            await resp.aclose()
-        raise _status_error(resp.status_code, content, resp.headers, provider)
-    return resp
+    return await _exchange(client, provider, request, retries=retries, stream=True)
 
 
 async def sse_batches(resp: httpx.Response) -> AsyncIterator[list[bytes]]:
