@@ -119,6 +119,24 @@ class WebSearchConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class WebFetchConfig:
+    """The webFetch section: the fetcher's safety policy and limits (hub/fetcher/)."""
+
+    allow_private: bool = False
+    allow_hosts: tuple[str, ...] = ()
+    allow_ports: tuple[int, ...] = (80, 443)
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+    require_prior_context: bool = True
+    max_bytes: int = 5 * 1024 * 1024
+    max_chars: int = 50_000
+    timeout_s: float = 15.0
+    connect_timeout_s: float = 5.0
+    max_redirects: int = 5
+    cache_ttl_s: float = 900.0
+
+
+@dataclass(frozen=True, slots=True)
 class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8787
@@ -149,6 +167,7 @@ class Config:
     state: dict
     responses_ttl_s: float
     raw_hash: str = ""
+    web_fetch: WebFetchConfig = field(default_factory=WebFetchConfig)
 
     def target(self, key: str) -> Target | None:
         """Resolve a pinned 'provider.model' (split at the first '.')."""
@@ -366,6 +385,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
     )
 
     web_search = _build_web_search(raw.get("webSearch", {}), providers, routes, errors)
+    web_fetch = _build_web_fetch(raw.get("webFetch", {}), errors)
 
     aliases = raw.get("modelAliases", {})
     state = dict(raw.get("state", {"backend": "memory"}))
@@ -381,6 +401,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
         model_aliases=aliases,
         state=state,
         responses_ttl_s=raw.get("responses", {}).get("storeTtlMs", 86400000) / 1000,
+        web_fetch=web_fetch,
     )
 
 
@@ -478,6 +499,32 @@ def _build_web_search(
         fallback=ws.get("fallback", False),
         exec_summary=ws.get("execSummary", "digest"),
         keepalive_s=ws.get("keepaliveMs", 5000) / 1000,
+    )
+
+
+def _build_web_fetch(wf: dict, errors: list[str]) -> WebFetchConfig:
+    import ipaddress
+
+    for i, entry in enumerate(wf.get("allowHosts", [])):
+        e = entry.strip().strip("[]")
+        if "/" in e:
+            try:
+                ipaddress.ip_network(e, strict=False)
+            except ValueError:
+                errors.append(f"webFetch.allowHosts[{i}]: '{entry}' is neither a host name nor a CIDR network")
+    return WebFetchConfig(
+        allow_private=wf.get("allowPrivate", False),
+        allow_hosts=tuple(wf.get("allowHosts", ())),
+        allow_ports=tuple(wf.get("allowPorts", (80, 443))),
+        allowed_domains=tuple(wf.get("allowedDomains", ())),
+        blocked_domains=tuple(wf.get("blockedDomains", ())),
+        require_prior_context=wf.get("requirePriorContext", True),
+        max_bytes=wf.get("maxBytes", 5 * 1024 * 1024),
+        max_chars=wf.get("maxChars", 50_000),
+        timeout_s=wf.get("timeoutMs", 15000) / 1000,
+        connect_timeout_s=wf.get("connectTimeoutMs", 5000) / 1000,
+        max_redirects=wf.get("maxRedirects", 5),
+        cache_ttl_s=wf.get("cacheTtlMs", 900000) / 1000,
     )
 
 
