@@ -1,0 +1,124 @@
+"""Which URLs may be fetched (pure policy, no network) and the URL parser under hostile input."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hub.fetcher import DomainRules, UrlPolicy, normalize, redact, urls_in_text
+from hub.fetcher.result import INVALID_TOOL_INPUT, URL_NOT_ALLOWED, URL_NOT_IN_PRIOR_CONTEXT, URL_TOO_LONG
+from hub.fetcher.urls import Target, check, parse
+
+
+def target(url: str) -> Target:
+    t = parse(url)
+    assert isinstance(t, Target), t
+    return t
+
+
+# -- domain lists --------------------------------------------------------------------------------
+
+def test_domains_cover_subdomains_but_not_lookalikes():
+    rules = DomainRules.build(allowed=["example.com"])
+    assert rules.refuses("example.com", "client") is None
+    assert rules.refuses("docs.example.com", "client") is None
+    for host in ("notexample.com", "example.com.evil.net", "example.co"):
+        r = rules.refuses(host, "client")
+        assert r is not None and r.code == URL_NOT_ALLOWED and r.reason == "domain_not_allowed"
+
+
+def test_allowed_entry_with_a_path_never_matches_but_a_blocked_one_blocks_the_domain():
+    assert DomainRules.build(allowed=["example.com/docs"]).refuses("example.com", "client") is not None
+    assert DomainRules.build(blocked=["example.com/private"]).refuses("example.com", "client").reason == "domain_blocked"
+
+
+def test_entries_are_normalized_like_urls():
+    rules = DomainRules.build(allowed=["https://Docs.Example.COM/", "*.wiki.org", "bücher.de"])
+    assert rules.allowed == ("docs.example.com", "wiki.org", "xn--bcher-kva.de")
+    assert rules.refuses(target("https://BÜCHER.de/x").host, "client") is None
+
+
+def test_operator_block_wins_over_client_allow_and_both_allow_lists_apply():
+    policy = UrlPolicy(DomainRules.build(allowed=["example.com", "example.org"], blocked=["bad.example.com"]),
+                       require_prior_context=False)
+    scope = policy.scope(allowed_domains=["example.com"])
+    assert scope.check(target("https://www.example.com/")) is None
+    assert scope.check(target("https://bad.example.com/")).reason == "domain_blocked"
+    assert scope.check(target("https://example.org/")).reason == "domain_not_allowed"  # client narrows
+    assert scope.check(target("https://example.net/")).message.endswith("operator's allowed domains")
+
+
+# -- only URLs from the conversation ----------------------------------------------------------------
+
+def test_urls_seen_in_text_and_search_results_may_be_fetched_exactly():
+    scope = UrlPolicy().scope()
+    scope.remember_text("Read https://Example.com:443/a/b?x=1#top, then (http://news.test/p).")
+    scope.remember_url("https://hits.example/result")
+    assert scope.check(target("https://example.com/a/b?x=1")) is None
+    assert scope.check(target("HTTPS://EXAMPLE.COM/a/b?x=1#other")) is None  # case, port, fragment
+    assert scope.check(target("http://news.test/p")) is None
+    assert scope.check(target("https://hits.example/result")) is None
+    for changed in ("https://example.com/a/b?x=2", "https://example.com/a/b", "https://example.com/a/B?x=1",
+                    "http://example.com/a/b?x=1", "https://attacker.example/?d=https://example.com/a/b?x=1"):
+        r = scope.check(target(changed))
+        assert r is not None and r.code == URL_NOT_IN_PRIOR_CONTEXT, changed
+
+
+def test_prior_context_rule_can_be_turned_off():
+    assert UrlPolicy(require_prior_context=False).scope().check(target("https://anywhere.example/")) is None
+
+
+def test_urls_in_text():
+    assert urls_in_text("see <https://a.example/x>, and https://b.example/y). Also http://c.example/z?q=1!") == [
+        "https://a.example/x", "https://b.example/y", "http://c.example/z?q=1"]
+    assert urls_in_text("no links here") == []
+
+
+url_text = st.from_regex(r"https?://[a-z]{1,10}(\.[a-z]{2,6}){1,2}(:[0-9]{2,4})?(/[A-Za-z0-9._~%-]{0,12}){0,3}"
+                         r"(\?[a-z]=[A-Za-z0-9]{0,6})?", fullmatch=True)
+
+
+@settings(max_examples=200)
+@given(url=url_text, before=st.text(max_size=20), after=st.sampled_from(["", ".", ",", " and more", ")", "!"]))
+def test_a_url_mentioned_anywhere_in_text_is_recognized(url, before, after):
+    scope = UrlPolicy().scope()
+    scope.remember_text(f"{before} {url}{after}")
+    t = parse(url)
+    if isinstance(t, Target) and t.path.rstrip(".,;:!?*_~'\"") == t.path:
+        assert scope.check(t) is None
+
+
+# -- the parser ---------------------------------------------------------------------------------------
+
+def test_parser_rules():
+    assert parse("ftp://example.com/").code == INVALID_TOOL_INPUT
+    assert parse("javascript:alert(1)").code == INVALID_TOOL_INPUT
+    assert parse("https://example.com/" + "a" * 250).code == URL_TOO_LONG
+    assert parse("http://0x7f.1/").reason == "ip_encoding"
+    assert parse("http://2130706433/").code == URL_NOT_ALLOWED
+    assert parse("http://exa mple.com/").code == INVALID_TOOL_INPUT
+    assert parse("http://example.com\\@evil.com/").code == INVALID_TOOL_INPUT
+    assert parse("http://exam%70le.com/").code == INVALID_TOOL_INPUT
+    assert check(target("http://a@example.com/"), frozenset({80, 443})).reason == "credentials"
+    assert check(target("http://example.com:8080/"), frozenset({80, 443})).reason == "port"
+    assert check(target("http://example.com:8080/"), frozenset({8080})) is None
+    assert target("http://example.com.:80/").url == "http://example.com/"
+    assert target("http://[::FFFF:127.0.0.1]/").host == "::ffff:7f00:1"
+
+
+@settings(max_examples=500)
+@given(st.text(max_size=300))
+def test_parser_never_raises_and_hosts_are_clean(raw):
+    t = parse(raw)
+    if isinstance(t, Target):
+        assert t.scheme in ("http", "https") and t.host
+        assert not any(c in t.host for c in "@%/\\ \t\r\n?#")
+        assert normalize(t.url) == t.url  # the normal form is a fixed point
+
+
+@settings(max_examples=300)
+@given(url=url_text, secret=st.from_regex(r"_[A-Za-z0-9]{8,16}", fullmatch=True))  # "_" is in no generated URL
+def test_redacted_urls_hold_no_query_or_credentials(url, secret):
+    with_secret = url.replace("://", f"://user:{secret}@", 1) + ("&" if "?" in url else "?") + f"token={secret}"
+    assert secret not in redact(with_secret)
+    assert secret not in redact(url + ("&" if "?" in url else "?") + f"token={secret}")
