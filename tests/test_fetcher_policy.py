@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hub.fetcher import DomainRules, UrlPolicy, normalize, redact, urls_in_text
+from hub import config as cfgmod
+from hub.fetcher import AddressPolicy, DomainRules, UrlPolicy, build, normalize, redact, urls_in_text
+from hub.fetcher.addresses import parse_ip
 from hub.fetcher.result import INVALID_TOOL_INPUT, URL_NOT_ALLOWED, URL_NOT_IN_PRIOR_CONTEXT, URL_TOO_LONG
 from hub.fetcher.urls import Target, check, parse
+from hub.store import MemoryStore
 
 
 def target(url: str) -> Target:
@@ -122,3 +126,37 @@ def test_redacted_urls_hold_no_query_or_credentials(url, secret):
     with_secret = url.replace("://", f"://user:{secret}@", 1) + ("&" if "?" in url else "?") + f"token={secret}"
     assert secret not in redact(with_secret)
     assert secret not in redact(url + ("&" if "?" in url else "?") + f"token={secret}")
+
+
+# -- the webFetch config section ------------------------------------------------------------------
+
+def _config(web_fetch: dict | None = None) -> cfgmod.Config:
+    raw = {"providers": {"local": {"type": "vllm", "baseURL": "http://127.0.0.1:1"}},
+           "virtualrouter": {"routing": {"default": [{"targets": ["local.m"]}]}}}
+    if web_fetch is not None:
+        raw["webFetch"] = web_fetch
+    return cfgmod.build(raw, {})
+
+
+def test_web_fetch_defaults_refuse_everything_non_public():
+    wf = _config().web_fetch
+    assert (wf.allow_private, wf.allow_hosts, wf.allow_ports, wf.require_prior_context) == (False, (), (80, 443), True)
+    fetcher, policy = build(wf, MemoryStore())
+    assert fetcher.addresses == AddressPolicy()
+    assert policy.require_prior_context and fetcher.limits.max_bytes == 5 * 1024 * 1024
+
+
+def test_web_fetch_section_is_built_and_checked():
+    wf = _config({"allowPrivate": True, "allowHosts": ["wiki.corp", "10.9.0.0/16"], "allowPorts": [443, 8443],
+                  "blockedDomains": ["bad.example"], "requirePriorContext": False, "timeoutMs": 2000}).web_fetch
+    fetcher, policy = build(wf, MemoryStore())
+    assert fetcher.limits.allowed_ports == frozenset({443, 8443}) and fetcher.limits.timeout_s == 2
+    assert fetcher.addresses.refuses("wiki.corp", parse_ip("127.0.0.1")) is None
+    assert policy.domains.blocked == ("bad.example",) and not policy.require_prior_context
+    with pytest.raises(cfgmod.ConfigError) as e:
+        _config({"allowHosts": ["10.0.0.0/99"]})
+    assert "webFetch.allowHosts[0]" in str(e.value.errors)
+    with pytest.raises(cfgmod.ConfigError):
+        _config({"allowPorts": [0]})
+    with pytest.raises(cfgmod.ConfigError):
+        _config({"allowPrivat": True})  # a misspelt key is an error, not a silent default
