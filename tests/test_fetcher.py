@@ -137,6 +137,11 @@ def test_redirect_to_another_scheme_or_credentials_is_refused(web):
         assert not r.ok and r.error_code in (URL_NOT_ACCESSIBLE, URL_NOT_ALLOWED), to
 
 
+def test_unknown_host_is_not_accessible(web):
+    r = fetch(make(web), f"http://no-such-host.invalid:{web.port}/")
+    assert r.error_code == URL_NOT_ACCESSIBLE and "cannot resolve" in r.error
+
+
 def test_http_errors(web):
     assert fetch(make(web), f"{web.origin}/missing").error_code == URL_NOT_ACCESSIBLE
     assert fetch(make(web), f"{web.origin}/limited").error_code == TOO_MANY_REQUESTS

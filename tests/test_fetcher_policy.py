@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,7 +11,7 @@ from hub import config as cfgmod
 from hub.fetcher import AddressPolicy, DomainRules, UrlPolicy, build, normalize, redact, urls_in_text
 from hub.fetcher.addresses import parse_ip
 from hub.fetcher.result import INVALID_TOOL_INPUT, URL_NOT_ALLOWED, URL_NOT_IN_PRIOR_CONTEXT, URL_TOO_LONG
-from hub.fetcher.urls import Target, check, parse
+from hub.fetcher.urls import DEFAULT_PORTS, Target, check, parse
 from hub.store import MemoryStore
 
 
@@ -118,6 +119,28 @@ def test_parser_never_raises_and_hosts_are_clean(raw):
         assert t.scheme in ("http", "https") and t.host
         assert not any(c in t.host for c in "@%/\\ \t\r\n?#")
         assert normalize(t.url) == t.url  # the normal form is a fixed point
+
+
+any_url = st.one_of(
+    url_text,
+    st.builds("{}://{}{}{}".format, st.sampled_from(["http", "HTTPS"]),
+              st.sampled_from(["", "u@", "u:p@"]),
+              st.sampled_from(["example.com", "[::1]", "[::ffff:10.0.0.1]", "10.0.0.1", "bücher.de", "EXAMPLE.com.",
+                               "a.b.c.example", "xn--bcher-kva.de"]),
+              st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40).map(lambda p: "/" + p)),
+)
+
+
+@settings(max_examples=400)
+@given(any_url)
+def test_the_host_checked_is_the_host_httpx_connects_to(raw):
+    """The fetcher hands httpx its own normalized URL; httpx must read the same host and port from it."""
+    t = parse(raw)
+    if not isinstance(t, Target):
+        return
+    u = httpx.URL(t.url)
+    assert u.raw_host.decode("ascii") == t.host and (u.port or DEFAULT_PORTS[t.scheme]) == t.port and u.scheme == t.scheme
+    assert not u.userinfo
 
 
 @settings(max_examples=300)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hub.fetcher import AddressPolicy, Fetcher, FetchLimits, UrlPolicy
 from hub.fetcher.addresses import classify, parse_ip
 from hub.fetcher.connect import AddressRefused, GuardedBackend, SystemResolver
-from hub.fetcher.result import URL_NOT_ACCESSIBLE, URL_NOT_ALLOWED
+from hub.fetcher.result import INVALID_TOOL_INPUT, URL_NOT_ACCESSIBLE, URL_NOT_ALLOWED
 from hub.store import MemoryStore
 
 from .fakes.web import MAIN_SENTENCES, FakeWeb, RebindingResolver, StaticResolver
@@ -134,7 +134,8 @@ def test_hostile_loopback_urls_never_connect(v4, v6, scheme, userinfo, host, pat
     v6.reset()
     url = f"{scheme}://{userinfo}{host}:{v4.port}{path}"
     r = run_fetch(default_fetcher(v4.port, SystemResolver()), url)
-    assert not r.ok, url
+    # Refused as not allowed (or unparseable), never merely "could not resolve".
+    assert r.error_code in (URL_NOT_ALLOWED, INVALID_TOOL_INPUT), (url, r.error)
     assert v4.connections == 0 and v6.connections == 0, url
 
 
@@ -218,7 +219,7 @@ def test_redirect_into_private_space(v4, v6, to):
     v4.reset()
     v6.reset()
     r = run_fetch(fetcher, f"http://site.example:{v4.port}/redirect?to=" + to.format(port=v4.port))
-    assert r.error_code in (URL_NOT_ALLOWED, URL_NOT_ACCESSIBLE) and not r.ok
+    assert r.error_code == URL_NOT_ALLOWED and "redirected" in r.error
     assert v4.connections == 1 and v6.connections == 0  # the redirecting page only
     assert v4.requests[0][0].startswith("/redirect")
 

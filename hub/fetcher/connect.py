@@ -111,9 +111,15 @@ class Refused(httpx.ConnectError):
         self.reason = reason
 
 
+class NotResolved(httpx.ConnectError):
+    """Unresolvable, as httpx reports it."""
+
+
 def _as_httpx(e: Exception) -> Exception:
     if isinstance(e, AddressRefused):
         return Refused(e.reason, str(e))
+    if isinstance(e, Unresolvable):
+        return NotResolved(str(e))
     # httpcore's exception classes have httpx namesakes (ConnectError, ReadTimeout, ...).
     for base in type(e).__mro__:
         cls = getattr(httpx, base.__name__, None)

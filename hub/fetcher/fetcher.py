@@ -20,7 +20,7 @@ from ..store.base import Store
 from .addresses import AddressPolicy
 from .body import BadEncoding, read_capped
 from .cache import FetchCache
-from .connect import GuardedTransport, Refused, Resolver, SystemResolver
+from .connect import GuardedTransport, NotResolved, Refused, Resolver, SystemResolver
 from .extract import Unreadable, extract, kind_of, may_read, media_type
 from .policy import FetchScope
 from .result import (
@@ -125,8 +125,11 @@ class Fetcher:
                 async with asyncio.timeout_at(deadline):
                     resp = await self.transport.handle_async_request(request)
             except Refused as e:
+                where = "the site redirected to" if hop else "the URL leads to"
                 return self._refused(start.url, Refusal(URL_NOT_ALLOWED, e.reason,
-                                                        "the URL leads to a non-public network address")), False
+                                                        f"{where} a non-public network address")), False
+            except NotResolved:
+                return failure(start.url, f"cannot resolve the host name {target.host[:80]}", URL_NOT_ACCESSIBLE), False
             except (TimeoutError, httpx.TimeoutException):
                 return failure(start.url, f"the site did not answer within {self.limits.timeout_s:g} s",
                                URL_NOT_ACCESSIBLE), False
