@@ -5,15 +5,14 @@ miss, never a failed fetch."""
 from __future__ import annotations
 
 import hashlib
-import logging
 
 import msgspec
 
 from .. import metrics
 from ..store.base import Store
+from ..store.cached import StructCache
 from .result import FetchResult
 
-log = logging.getLogger("searchhub.fetch")
 PREFIX = "cache:fetch:"
 
 
@@ -26,10 +25,6 @@ class _Stored(msgspec.Struct, array_like=True):
     media_type: str
 
 
-_encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder(_Stored).decode
-
-
 def cache_key(normalized_url: str, policy_id: str) -> str:
     """The normalized URL, and the address policy it was fetched under: a page read while the
     operator allowed an intranet host must not be served after that permission is withdrawn."""
@@ -39,24 +34,11 @@ def cache_key(normalized_url: str, policy_id: str) -> str:
 
 class FetchCache:
     def __init__(self, store: Store, ttl_s: float, policy_id: str) -> None:
-        self.store = store
-        self.ttl_s = ttl_s
+        self._cache = StructCache(store, ttl_s, _Stored, metrics.WEB_FETCH_CACHE, "fetch")
         self.policy_id = policy_id
 
-    @property
-    def enabled(self) -> bool:
-        return self.ttl_s > 0
-
     async def get(self, url: str) -> FetchResult | None:
-        if not self.enabled:
-            return None
-        try:
-            raw = await self.store.get(cache_key(url, self.policy_id))
-            stored = _decode(raw) if raw is not None else None
-        except Exception as e:  # store down or an entry from another version: a miss
-            log.debug("fetch cache read failed: %s", type(e).__name__)
-            stored = None
-        metrics.WEB_FETCH_CACHE.labels("hit" if stored else "miss").inc()
+        stored = await self._cache.get(cache_key(url, self.policy_id))
         if stored is None:
             return None
         return FetchResult(url=url, final_url=stored.final_url, title=stored.title, text=stored.text,
@@ -64,11 +46,8 @@ class FetchCache:
                            media_type=stored.media_type, cached=True)
 
     async def put(self, result: FetchResult) -> None:
-        if not self.enabled or not result.ok or result.cached:
+        if not result.ok or result.cached:
             return
         stored = _Stored(result.final_url, result.title, result.text, result.retrieved_at, result.truncated,
                          result.media_type)
-        try:
-            await self.store.set(cache_key(result.url, self.policy_id), _encode(stored), self.ttl_s)
-        except Exception as e:
-            log.debug("fetch cache write failed: %s", type(e).__name__)
+        await self._cache.put(cache_key(result.url, self.policy_id), stored)
