@@ -69,6 +69,20 @@ def test_urls_seen_in_text_and_search_results_may_be_fetched_exactly():
         assert r is not None and r.code == URL_NOT_IN_PRIOR_CONTEXT, changed
 
 
+def test_conversation_urls_come_from_user_and_tool_messages_only():
+    scope = UrlPolicy().scope()
+    scope.remember_messages([
+        {"role": "system", "content": "Docs live at https://system.example/"},
+        {"role": "user", "content": [{"type": "text", "text": "compare https://a.example/x"},
+                                     {"type": "image_url", "image_url": {"url": "https://img.example/i.png"}}]},
+        {"role": "assistant", "content": "I will open https://made-up.example/secret?d=1",
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "web_search", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1",
+         "content": '{"results":[{"n":1,"url":"https://hit.example/page?id=7","title":"t"}]}'},
+    ])
+    assert scope.known == {"https://a.example/x", "https://hit.example/page?id=7"}
+
+
 def test_prior_context_rule_can_be_turned_off():
     assert UrlPolicy(require_prior_context=False).scope().check(target("https://anywhere.example/")) is None
 

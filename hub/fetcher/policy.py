@@ -94,6 +94,20 @@ class FetchScope:
             for url in urls_in_text(text):
                 self.remember_url(url)
 
+    def remember_messages(self, messages: Iterable[object]) -> None:
+        """The URLs of a conversation in the internal (Chat Completions) form: user messages and
+        tool results (search results and fetched pages included), never the model's own text."""
+        for m in messages:
+            if not isinstance(m, dict) or m.get("role") not in ("user", "tool"):
+                continue
+            content = m.get("content")
+            if isinstance(content, str):
+                self.remember_text(content)
+            elif isinstance(content, list):
+                for part in content:
+                    if isinstance(part, dict) and isinstance(part.get("text"), str):
+                        self.remember_text(part["text"])
+
     def check_domains(self, target: Target) -> Refusal | None:
         """For every hop, redirects included."""
         return self.policy.domains.refuses(target.host, "operator") or self.client.refuses(target.host, "client")
