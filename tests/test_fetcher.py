@@ -23,7 +23,16 @@ from hub.fetcher.result import (
 )
 from hub.store import MemoryStore
 
-from .fakes.web import ARTICLE_TITLE, INJECTION, MAIN_SENTENCES, NAV_WORDS, PDF_TEXT, SCRIPT_TEXT, FakeWeb
+from .fakes.web import (
+    ARTICLE_TITLE,
+    INJECTION,
+    MAIN_SENTENCES,
+    NAV_WORDS,
+    PDF_TEXT,
+    SCRIPT_TEXT,
+    FakeWeb,
+    StaticResolver,
+)
 
 
 @pytest.fixture(scope="module")
@@ -216,3 +225,20 @@ def test_metrics_and_logs_hold_no_query_or_credentials(web, caplog):
     assert "web fetch" in caplog.text
     for secret in ("SECRET-TOKEN-123", "hunter2pass", "alice", "SECRET-KEY-456"):
         assert secret not in logged
+
+
+def test_a_cached_page_is_refused_when_its_final_domain_is_blocked(web):
+    store = MemoryStore()
+    resolver = StaticResolver({"a.example": ["127.0.0.1"], "b.example": ["127.0.0.1"]})
+
+    def named() -> Fetcher:
+        return Fetcher(FetchLimits(allowed_ports=frozenset({web.port})),
+                       AddressPolicy.build(allow_hosts=["a.example", "b.example"]), store, resolver=resolver)
+
+    url = f"http://a.example:{web.port}/redirect?to=http://b.example:{web.port}/article"
+    assert fetch(named(), url).final_url == f"http://b.example:{web.port}/article"
+    web.reset()
+    blocked = UrlPolicy(require_prior_context=False).scope(blocked_domains=["b.example"])
+    r = fetch(named(), url, blocked)
+    assert r.error_code == URL_NOT_ALLOWED and web.connections == 0
+    assert fetch(named(), url).cached  # still there for a conversation that does not block it

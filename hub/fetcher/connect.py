@@ -128,6 +128,10 @@ def _as_httpx(e: Exception) -> Exception:
     return httpx.TransportError(str(e))
 
 
+_HTTPCORE_ERRORS = (httpcore.NetworkError, httpcore.TimeoutException, httpcore.ProtocolError,
+                    httpcore.UnsupportedProtocol)
+
+
 class _Body(httpx.AsyncByteStream):
     def __init__(self, stream: typing.AsyncIterable[bytes]) -> None:
         self._stream = stream
@@ -136,11 +140,7 @@ class _Body(httpx.AsyncByteStream):
         try:
             async for chunk in self._stream:
                 yield chunk
-        except httpcore.NetworkError as e:
-            raise _as_httpx(e) from None
-        except httpcore.TimeoutException as e:
-            raise _as_httpx(e) from None
-        except httpcore.ProtocolError as e:
+        except _HTTPCORE_ERRORS as e:
             raise _as_httpx(e) from None
 
     async def aclose(self) -> None:
@@ -169,10 +169,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
             headers=request.headers.raw, content=request.stream, extensions=request.extensions)
         try:
             resp = await self._pool.handle_async_request(req)
-        except httpcore.ConnectError as e:
-            raise _as_httpx(e) from None
-        except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
-                httpcore.UnsupportedProtocol) as e:
+        except _HTTPCORE_ERRORS as e:
             raise _as_httpx(e) from None
         assert isinstance(resp.stream, typing.AsyncIterable)
         return httpx.Response(status_code=resp.status, headers=resp.headers, stream=_Body(resp.stream),

@@ -4,6 +4,7 @@ Everything here is synchronous and CPU-bound: the fetcher runs it in a worker th
 
 from __future__ import annotations
 
+import codecs
 import io
 import logging
 import re
@@ -66,8 +67,6 @@ def charset_of(content_type: str | None) -> str | None:
     if not m:
         return None
     try:
-        import codecs
-
         return codecs.lookup(m.group(1)).name
     except LookupError:
         return None
@@ -103,7 +102,7 @@ def _html(body: bytes, charset: str | None, url: str) -> Extracted:
         # Too little for an article (a short page): all its visible text, still without scripts.
         text = trafilatura.html2txt(page)
     if not title:
-        m = _TITLE.search(body if isinstance(body, bytes) else body.encode())
+        m = _TITLE.search(body)
         title = decode(m.group(1), charset).strip() if m else None
     return Extracted(title or None, text or "")
 

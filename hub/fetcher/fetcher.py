@@ -98,7 +98,7 @@ class Fetcher:
         if use_cache:
             cached = await self.cache.get(target.url)
             if cached is not None:
-                final = parse(cached.final_url)
+                final = parse(cached.final_url, max_chars=4096)
                 hop_refusal = scope.check_domains(final) if isinstance(final, Target) else None
                 if hop_refusal is None:
                     return cached, shown
