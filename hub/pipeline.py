@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from . import chain as chains
 from . import metrics
+from .backends.normalize import StreamNormalizer, ToolCallAssembler, normalize_completion
 from .citations import annotate, sources_from_content
 from .config import Limits, Target
 from .errors import Unavailable
@@ -22,7 +23,6 @@ from .events import Keepalive, Options, Outcome
 from .intent import classify, latest_user_text
 from .logctx import chain_id_var
 from .loop import LoopState, run_round
-from .protocols.chat import StreamNormalizer, ToolCallAssembler, normalize_completion
 from .relay import relay_chunks, relay_sse
 from .tools import web_search_tool
 

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import msgspec
 
+from .backends.normalize import StreamNormalizer
 from .backends.openai_compat import decode_chunk
 from .config import Target
-from .protocols.chat import StreamNormalizer
 
 _encode = msgspec.json.encode
 

@@ -12,8 +12,8 @@ import httpx
 
 from . import config as cfgmod
 from . import metrics
-from .backends.http import Gate, make_client
-from .dispatch import Dispatcher
+from .backends.http import make_client
+from .dispatch import Dispatcher, Gate
 from .router import Cooldowns, Router
 from .store import Store, open_store
 

@@ -12,7 +12,8 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from hub.backends.http import AllTargetsFailed, UpstreamError
+from hub.backends.http import UpstreamError
+from hub.dispatch import AllTargetsFailed
 from hub.errors import BadRequest, GatewayError, PayloadTooLarge
 from hub.events import Options
 from hub.logctx import RequestContextFilter, chain_id_var, request_id_var  # noqa: F401 (re-exported)

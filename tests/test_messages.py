@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hub.errors import BadRequest
 from hub.events import Keepalive, Outcome, SearchCall, SearchFinished, SearchStarted
 from hub.protocols.messages import MessagesStream, estimate_input_tokens, from_chat, to_chat
-from hub.protocols.messages_blocks import decode_hit
+from hub.protocols.messages.blocks import decode_hit
 from hub.search.base import Hit, SearchResult
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"

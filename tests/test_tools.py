@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.protocols.chat import ToolCallAssembler
+from hub.backends.normalize import ToolCallAssembler
 from hub.tools import (
     RECENCY,
     WEB_SEARCH,

@@ -13,9 +13,9 @@ from typing import Any
 
 import msgspec
 
-from ..errors import BadRequest
-from ..events import HostedSearch
-from .messages_content import bad_request, chat_messages, loaded_tools, string
+from ...errors import BadRequest
+from ...events import HostedSearch
+from .content import bad_request, chat_messages, loaded_tools, string
 
 _LOCATION_KEYS = ("city", "region", "country", "timezone")
 _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}

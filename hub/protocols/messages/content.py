@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from ..errors import BadRequest
-from .messages_blocks import decode_hit
+from ...errors import BadRequest
+from .blocks import decode_hit
 
 WEB_SEARCH_TOOL = "web_search"
 BILLING_HEADER = "x-anthropic-billing-header:"

@@ -21,8 +21,8 @@ from typing import Any
 
 import msgspec
 
-from ..events import Keepalive, SearchCall, SearchFinished, SearchStarted
-from .responses_output import (
+from ...events import Keepalive, SearchCall, SearchFinished, SearchStarted
+from .output import (
     annotation,
     call_item,
     call_item_id,
@@ -34,7 +34,7 @@ from .responses_output import (
     usage_from_chat,
     web_search_item,
 )
-from .responses_request import ResponsesContext
+from .request import ResponsesContext
 
 log = logging.getLogger("searchhub.responses")
 _encode = msgspec.json.Encoder().encode

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..events import SearchCall
+    from ...events import SearchCall
 
 _ALNUM = string.ascii_letters + string.digits
 _ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")

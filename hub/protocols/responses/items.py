@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import BadRequest
-from .responses_tools import CUSTOM_INPUT, ToolRef, chat_name_for
+from ...errors import BadRequest
+from .tools import CUSTOM_INPUT, ToolRef, chat_name_for
 
 # Items of the SDK's input union that a chat backend has no use for: dropped, never rejected.
 _DROPPED_ITEMS = {

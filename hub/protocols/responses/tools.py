@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BadRequest
-from ..events import HostedSearch
+from ...errors import BadRequest
+from ...events import HostedSearch
 
 HOSTED_SEARCH_TOOLS = frozenset(
     {"web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"}

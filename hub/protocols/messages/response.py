@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..events import Outcome
-from ..tools import ArgumentError, parse_arguments
-from .messages_blocks import (
+from ...events import Outcome
+from ...tools import ArgumentError, parse_arguments
+from .blocks import (
     THINKING_SIGNATURE,
     HitIndex,
     message_id,
@@ -16,7 +16,7 @@ from .messages_blocks import (
     usage,
     web_search_result_block,
 )
-from .messages_request import MessagesContext
+from .request import MessagesContext
 
 
 def tool_input(arguments: object, *, name: str = "", call_id: str = "") -> dict:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ..events import Keepalive, SearchCall, SearchFinished, SearchStarted
-from .messages_blocks import (
+from ...events import Keepalive, SearchCall, SearchFinished, SearchStarted
+from .blocks import (
     THINKING_SIGNATURE,
     HitIndex,
     message_id,
@@ -26,8 +26,8 @@ from .messages_blocks import (
     usage,
     web_search_result_block,
 )
-from .messages_request import MessagesContext
-from .messages_response import tool_input
+from .request import MessagesContext
+from .response import tool_input
 
 _encode = msgspec.json.encode
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'

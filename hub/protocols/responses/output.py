@@ -11,9 +11,9 @@ import string
 import time
 from typing import Any
 
-from ..events import Outcome, SearchCall
-from .responses_request import ResponsesContext
-from .responses_tools import custom_input
+from ...events import Outcome, SearchCall
+from .request import ResponsesContext
+from .tools import custom_input
 
 _ALNUM = string.ascii_letters + string.digits
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
