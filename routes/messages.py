@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 
 import msgspec
@@ -21,8 +21,7 @@ from starlette.routing import Route
 from hub import aliases
 from hub.backends import passthrough
 from hub.backends.http import UpstreamError
-from hub.claude_code import SearchExecution, search_execution_query
-from hub.errors import BadRequest
+from hub.errors import BadRequest, Unavailable
 from hub.events import Options
 from hub.protocols.messages import (
     MessagesContext,
@@ -32,8 +31,10 @@ from hub.protocols.messages import (
     from_chat,
     to_chat,
 )
+from hub.protocols.messages.claude_code import search_execution_query
 from hub.router import Resolution
 from hub.runtime import Runtime
+from hub.tools.search_execution import SearchExecution
 
 from .common import (
     as_gateway_error,
@@ -139,13 +140,13 @@ def _json(message: dict) -> Response:
     return Response(_encode(message), media_type="application/json", headers={"request-id": request_id_var.get()})
 
 
-def _sse(items: AsyncIterator, ctx: MessagesContext, input_tokens: int) -> StreamingResponse:
+def _sse(items: AsyncGenerator, ctx: MessagesContext, input_tokens: int) -> StreamingResponse:
     encoder = MessagesStream(ctx, input_tokens=input_tokens)
     return StreamingResponse(_encode_stream(items, encoder), media_type="text/event-stream",
                              headers={**SSE_HEADERS, "request-id": request_id_var.get()})
 
 
-async def _encode_stream(items: AsyncIterator, encoder: MessagesStream) -> AsyncIterator[bytes]:
+async def _encode_stream(items: AsyncGenerator, encoder: MessagesStream) -> AsyncIterator[bytes]:
     yield encoder.start()
     try:
         async for item in items:
@@ -162,9 +163,7 @@ async def _encode_stream(items: AsyncIterator, encoder: MessagesStream) -> Async
         yield encoder.fail(error_type(status), err.message)
         return
     finally:
-        aclose = getattr(items, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await items.aclose()
     yield encoder.finish()
 
 
@@ -223,14 +222,17 @@ async def create_message(request: Request) -> Response:
         native = rt.router.serving(model, "anthropic", thinking=_thinking(body))
         if native is not None:
             return await _passthrough(request, rt, body, native, "/v1/messages")
-        chat, ctx = to_chat(body)
+        chat, ctx = to_chat(body, rt.tools.replays)
         chat["model"] = model
         input_tokens = estimate_input_tokens(body)
-        opts = options(request, body, stream=ctx.stream, endpoint="messages")
+        opts = options(request, body)
         opts.hosted = ctx.hosted
         query = search_execution_query(body)
         if query is not None:
-            execution = SearchExecution(rt, query, ctx.hosted, model=model, opts=opts, input_tokens=input_tokens)
+            if rt.tools.search is None:
+                raise Unavailable("no web search is configured", code="search_unavailable")
+            execution = SearchExecution(rt.tools.search, rt.config.web_search, rt.summarizer, query, ctx.hosted,
+                                        model=model, opts=opts, input_tokens=input_tokens)
             if ctx.stream:
                 return _sse(execution.stream(), ctx, input_tokens)
             return _json(from_chat(await cancel_on_disconnect(request, execution.complete()), ctx))
@@ -267,7 +269,7 @@ async def count_tokens(request: Request) -> Response:
         native = rt.router.serving(model, "anthropic", thinking=_thinking(body))
         if native is not None:
             return await _passthrough(request, rt, body, native, "/v1/messages/count_tokens")
-        to_chat(body)  # the same validation as a real request
+        to_chat(body, rt.tools.replays)  # the same validation as a real request
         return _json({"input_tokens": estimate_input_tokens(body)})
     except Exception as e:
         if not expected_error(e):

@@ -9,7 +9,7 @@ are kept in the state store under "resp:<id>" before the client sees the last ev
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 
 import msgspec
@@ -92,7 +92,7 @@ def _describe(exc: BaseException) -> tuple[str, str]:
     return ("rate_limit_exceeded" if err.status == 429 else "server_error"), err.message
 
 
-async def _events(rt: Runtime, ctx: ResponsesContext, items: AsyncIterator) -> AsyncIterator[bytes]:
+async def _events(rt: Runtime, ctx: ResponsesContext, items: AsyncGenerator) -> AsyncIterator[bytes]:
     encoder = ResponsesStream(ctx)
 
     async def before_end(response: dict) -> None:
@@ -112,7 +112,7 @@ async def create_response(request: Request) -> Response:
         if native is not None:
             return await _passthrough(rt, body, native)
         chat, ctx = to_chat(body, history=await stored_responses.history(rt.store, body))
-        opts = options(request, body, stream=ctx.stream, endpoint="responses")
+        opts = options(request, body)
         opts.hosted = ctx.hosted
         if opts.force_search is None and ctx.force_search:
             opts.force_search = True
