@@ -61,12 +61,4 @@ def _name(aliases: Mapping[str, object], key: str) -> str | None:
 
 def known_to(router) -> Callable[[str], bool]:
     """A route name or a pinned provider.model: names the operator's own config defines."""
-    config = router.config
-
-    def known(model: str) -> bool:
-        if model in config.router.routes:
-            return True
-        provider, sep, rest = model.partition(".")
-        return bool(sep and rest and provider in config.providers)
-
-    return known
+    return router.known

@@ -1,4 +1,4 @@
-"""Sticky per-chain state (seed 004): once a chain searched, its follow-up requests keep the tool.
+"""Sticky per-chain state: once a chain searched, its follow-up requests keep the tool.
 
 A chain is one user turn and everything the model and client do until the final answer. It is
 identified without client cooperation by a hash of the caller's key and the conversation's user
@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
 
 import msgspec
 
+from .coerce import text_of
 from .store import Store, StoreUnavailable
 
 log = logging.getLogger("searchhub.chain")
@@ -20,7 +22,7 @@ _VERSION = 1
 
 
 class Hidden(msgspec.Struct):
-    """A mixed turn: the searches that ran beside client tool calls, kept until the client answers."""
+    """A mixed turn: the server tool calls that ran beside client tool calls, kept until the client answers."""
 
     client_call_ids: list[str]
     assistant: dict  # the full assistant message: the client's calls and ours
@@ -38,14 +40,6 @@ _enc = msgspec.json.Encoder()
 _dec = msgspec.json.Decoder(ChainState)
 
 
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
 def chain_key(client_key: str, messages: list[dict], explicit: str | None = None) -> str:
     h = hashlib.blake2b(digest_size=16)
     if explicit:
@@ -54,11 +48,11 @@ def chain_key(client_key: str, messages: list[dict], explicit: str | None = None
     h.update(client_key.encode() + b"\0")
     last_user = -1
     for i, m in enumerate(messages):
-        if m.get("role") == "user" and _text(m.get("content")).strip():
+        if m.get("role") == "user" and text_of(m.get("content"), "\n").strip():
             last_user = i
     for m in messages[: last_user + 1]:
         if m.get("role") == "user":
-            h.update(_text(m.get("content")).encode() + b"\0")
+            h.update(text_of(m.get("content"), "\n").encode() + b"\0")
     return "chain:" + h.hexdigest()
 
 
@@ -108,8 +102,8 @@ async def drop(store: Store, key: str) -> None:
 
 
 def splice(messages: list[dict], state: ChainState) -> list[dict]:
-    """Put hidden search calls and results back where they happened, so the model sees a consistent
-    conversation: the assistant message regains its web_search calls and their results follow it."""
+    """Put hidden server tool calls and results back where they happened, so the model sees a
+    consistent conversation: the assistant message regains our calls and their results follow it."""
     if not state.hidden:
         return messages
     out: list[dict] = []
@@ -128,3 +122,43 @@ def splice(messages: list[dict], state: ChainState) -> list[dict]:
                 continue
         out.append(m)
     return out
+
+
+@dataclass
+class ChainSession:
+    """One request's view of its chain: the key (computed once), load, save and finish."""
+
+    store: Store
+    ttl: float
+    client_key: str
+    messages: list[dict]  # the request's messages as the client sent them (the key reads their user texts)
+    explicit: str | None = None  # x-searchhub-chain
+    _key: str | None = None
+    had_state: bool = False
+
+    @property
+    def key(self) -> str:
+        if self._key is None:
+            self._key = chain_key(self.client_key, self.messages, self.explicit)
+        return self._key
+
+    @property
+    def continues(self) -> bool:
+        """Worth a lookup: the client names the chain, or it is answering tool calls."""
+        return bool(self.explicit) or bool(self.messages and self.messages[-1].get("role") == "tool")
+
+    async def load(self) -> ChainState | None:
+        state = await load(self.store, self.key)
+        self.had_state = state is not None
+        return state
+
+    async def hide(self, hidden: Hidden, *, google: bool) -> None:
+        """A mixed turn: the client gets only its own calls; ours wait here for the splice."""
+        await save(self.store, self.key, self.ttl, sticky=True, google=google, hidden=hidden)
+
+    async def finish(self, finish: str | None, *, searching: bool, google: bool) -> None:
+        """Sticky until the final answer: keep state while the client runs tools, drop it at the end."""
+        if finish == "tool_calls" and searching:
+            await save(self.store, self.key, self.ttl, sticky=True, google=google)
+        elif finish != "tool_calls" and self.had_state:
+            await drop(self.store, self.key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 
 from . import config as cfgmod
 
@@ -39,13 +40,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+Serve = Callable[..., int]
+
+
+def main(argv: list[str] | None = None, *, serve: Serve | None = None) -> int:
+    """Run a command; `serve` is passed in by the HTTP layer (routes/serve.py), which hub/ never imports."""
     args = build_parser().parse_args(argv)
     if args.command == "check":
         return _check(args)
     if args.command == "serve":
-        from .serve import serve
-
+        if serve is None:
+            print("searchhub: 'serve' runs from the searchhub program (python -m routes serve)", file=sys.stderr)
+            return 2
         return serve(cfgmod.config_path(args.config), host=args.host, port=args.port, workers=args.workers)
     if args.command == "search":
         from .search.cli import run_search

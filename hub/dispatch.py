@@ -1,22 +1,71 @@
-"""Failover: try a route's candidate targets in order until one answers."""
+"""Failover: try a route's candidate targets in order until one answers, each provider behind its
+concurrency gate."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import dataclass
 from typing import TypeVar
 
 import httpx
 
 from . import metrics
 from .backends import openai_compat
-from .backends.http import AllTargetsFailed, Attempt, Gate, UpstreamError
-from .config import Target
+from .backends.http import UpstreamError
+from .config import Provider, Target
 from .router import Router
 
 log = logging.getLogger("searchhub.dispatch")
 T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Attempt:
+    target: str
+    provider: str
+    reason: str
+    status: int | None = None
+
+    def as_dict(self) -> dict:
+        return {"target": self.target, "provider": self.provider, "reason": self.reason, "status": self.status}
+
+
+class AllTargetsFailed(Exception):
+    def __init__(self, route: str, attempts: list[Attempt]) -> None:
+        self.route = route
+        self.attempts = attempts
+        super().__init__(f"all targets of route '{route}' failed")
+
+    @property
+    def status(self) -> int:
+        # 503 when everything was merely saturated or rate limited, 502 when upstreams broke.
+        if self.attempts and all(a.status in (429, 503) for a in self.attempts):
+            return 503
+        if self.attempts and all(a.status == 504 for a in self.attempts):
+            return 504
+        return 502
+
+
+class Gate:
+    """Bounded concurrency per provider: a full gate refuses at once (the router fails over)."""
+
+    def __init__(self) -> None:
+        self._in_flight: dict[str, int] = {}
+
+    def enter(self, provider: Provider) -> None:
+        n = self._in_flight.get(provider.id, 0)
+        if provider.max_concurrency is not None and n >= provider.max_concurrency:
+            raise UpstreamError("provider saturated (maxConcurrency reached)", status=503)
+        self._in_flight[provider.id] = n + 1
+
+    def leave(self, provider: Provider) -> None:
+        self._in_flight[provider.id] -= 1
+
+    def snapshot(self) -> dict[str, int]:
+        return {k: v for k, v in self._in_flight.items() if v}
 
 
 class Dispatcher:
@@ -77,16 +126,13 @@ class Dispatcher:
             return await openai_compat.stream(self.client, t, body, retries=retries, raw=raw)
 
         it, target = await self.run(route, candidates, open_one, hold=True)
-        return _gated(it, self.gate, target), target
+        return self.held(it, target), target
 
-
-async def _gated(it: AsyncIterator[dict], gate: Gate, target: Target) -> AsyncIterator[dict]:
-    """The stream holds its concurrency slot until it is consumed or closed."""
-    try:
-        async for chunk in it:
-            yield chunk
-    finally:
-        gate.leave(target.provider)
-        aclose = getattr(it, "aclose", None)
-        if aclose is not None:
-            await aclose()
+    async def held(self, it: AsyncIterator[T], target: Target) -> AsyncIterator[T]:
+        """A stream opened with hold: it keeps its concurrency slot until it is consumed or closed."""
+        try:
+            async with aclosing(it):
+                async for chunk in it:
+                    yield chunk
+        finally:
+            self.gate.leave(target.provider)

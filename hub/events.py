@@ -9,34 +9,31 @@ beside the chunks as these events, so the Responses and Messages encoders can sh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .search.base import SearchResult
+    from .tools.base import ToolCall
 
 
 @dataclass(slots=True)
-class SearchCall:
-    """One server-side search. `id` is stable for the life of the call (the model's tool-call id)."""
+class ToolStarted:
+    """A server tool call began (its arguments are known, its result is not)."""
 
-    id: str
-    query: str
-    engine: str | None = None
-    result: SearchResult | None = None  # None while running
-
-    @property
-    def ok(self) -> bool:
-        return self.result is not None and self.result.ok
+    call: ToolCall
 
 
 @dataclass(slots=True)
-class SearchStarted:
-    call: SearchCall
+class ToolFinished:
+    """A server tool call ended; `call.result` is set (a failure is a result too)."""
+
+    call: ToolCall
 
 
 @dataclass(slots=True)
-class SearchFinished:
-    call: SearchCall
+class Frames:
+    """SSE bytes already framed for the chat wire (the pass-through fast path): `data: ...` events."""
+
+    data: bytes
 
 
 @dataclass(slots=True)
@@ -60,21 +57,18 @@ class HostedSearch:
 class Options:
     """Per-request knobs the protocol endpoints pass to the pipeline."""
 
-    stream: bool = False
     force_search: bool | None = None  # True/False: client override; None: policy decides
     hosted: HostedSearch | None = None
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)
     client_key: str = ""  # identifies the caller for chain hashing (never logged)
-    request_id: str = ""
-    endpoint: str = "chat"  # chat | responses | messages
-    extra: dict[str, Any] = field(default_factory=dict)
+    frames: bool = False  # the encoder takes pre-framed chat SSE (`Frames`) for a plain relay
 
 
 @dataclass(slots=True)
 class Outcome:
     """A non-streaming pipeline result: the final chat completion (usage summed over rounds,
-    `message.annotations` with url_citations) and the searches that ran, in order."""
+    `message.annotations` with url_citations) and the server tool calls that ran, in order."""
 
     response: dict
-    searches: list[SearchCall] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
     target: str = ""

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .coerce import text_of
+
 # A long message is an ask wrapped around pasted material (logs, code, docs). The ask sits at the
 # start ("search the web for this: <paste>") or the end ("<paste> google this error"); the middle is
 # where false soft hits live, and scanning it would make the hot path grow with the paste.
@@ -344,19 +346,6 @@ def classify(text: str) -> Intent:
     return Intent(True, google, hit.language, hit.rule, reason)
 
 
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [
-            part["text"]
-            for part in content
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-        ]
-        return "\n".join(texts)
-    return ""
-
-
 def latest_user_text(messages: list[dict[str, Any]]) -> str | None:
     """Text of the latest user message that carries user text (text parts joined with newlines).
 
@@ -366,7 +355,7 @@ def latest_user_text(messages: list[dict[str, Any]]) -> str | None:
     for message in reversed(messages):
         if not isinstance(message, dict) or message.get("role") != "user":
             continue
-        text = _content_text(message.get("content"))
+        text = text_of(message.get("content"))
         if strip_system_reminders(text).strip():
             return text
     return None

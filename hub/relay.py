@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 import msgspec
 
+from .backends.normalize import StreamNormalizer
 from .backends.openai_compat import decode_chunk
 from .config import Target
-from .protocols.chat import StreamNormalizer
+from .events import Frames
 
 _encode = msgspec.json.encode
 
@@ -20,11 +22,11 @@ def plain(data: bytes) -> bool:
         b'"tool_calls"' in data or b'"role"' in data or b'"reasoning' in data or b'"error"' in data)
 
 
-async def relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIterator[bytes]:
+async def relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIterator[Frames]:
     """Chat-to-chat relay: each network read of the upstream becomes one write to the client."""
     normalizer = StreamNormalizer()
     first = True
-    try:
+    async with aclosing(it):
         async for batch in it:
             out = []
             for data in batch:
@@ -43,21 +45,13 @@ async def relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIter
                 if fixed is not None:
                     out.append(b"data: " + _encode(fixed) + b"\n\n")
             if out:
-                yield b"".join(out)
-    finally:
-        aclose = getattr(it, "aclose", None)
-        if aclose is not None:
-            await aclose()
+                yield Frames(b"".join(out))
 
 
 async def relay_chunks(it: AsyncIterator[dict]) -> AsyncIterator[dict]:
     normalizer = StreamNormalizer()
-    try:
+    async with aclosing(it):
         async for raw in it:
             chunk = normalizer.feed(raw)
             if chunk is not None:
                 yield chunk
-    finally:
-        aclose = getattr(it, "aclose", None)
-        if aclose is not None:
-            await aclose()

@@ -74,17 +74,39 @@ class Router:
                 return "background"
         return "default"
 
+    def pinned(self, model: str | None) -> Target | None:
+        """The target a pinned 'provider.model' names: a configured provider, a dot, a model, and not
+        a route's name. None for any other name. The one place this rule lives."""
+        name = (model or "").strip()
+        if name in self._routes:
+            return None
+        return self.config.target(name)
+
+    def known(self, model: str) -> bool:
+        """A route name or a pinned provider.model: names the operator's own config defines."""
+        return model in self._routes or self.pinned(model) is not None
+
     def resolve(self, model: str | None, *, prompt_tokens: int = 0, thinking: bool = False) -> Resolution:
         name = (model or "").strip()
-        if name and name not in self._routes and "." in name:
-            provider_id = name.partition(".")[0]
-            if provider_id in self.config.providers:
-                target = self.config.target(name)
-                if target is None:
-                    raise UnknownTarget(name)
-                return Resolution("pinned", (target,), pinned=True)
+        target = self.pinned(name)
+        if target is not None:
+            return Resolution("pinned", (target,), pinned=True)
+        if name.endswith(".") and name[:-1] in self.config.providers:
+            raise UnknownTarget(name)  # a provider with no model: a pin that names nothing
         route = self.route_for(name, prompt_tokens=prompt_tokens, thinking=thinking)
         return Resolution(route, self.candidates(route))
+
+    def serving(self, model: str, provider_type: str, *, thinking: bool = False) -> Resolution | None:
+        """The route (or pin) for a model when it is served by providers of one type, with only those
+        targets; None when its first target is of another type (commercial pass-through uses this)."""
+        target = self.pinned(model)
+        if target is not None:
+            return Resolution("pinned", (target,), pinned=True) if target.provider.type == provider_type else None
+        route = self.route_for(model, thinking=thinking)
+        first = next((t for pool in self._routes.get(route, ()) for t in pool.targets), None)
+        if first is None or first.provider.type != provider_type:
+            return None
+        return Resolution(route, tuple(t for t in self.candidates(route) if t.provider.type == provider_type))
 
     def candidates(self, route: str, prefer: str | None = None) -> tuple[Target, ...]:
         """Targets in the order to try them: pools by priority, rotating inside a pool,

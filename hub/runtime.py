@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 import httpx
 
 from . import config as cfgmod
-from . import metrics
-from .backends.http import Gate, make_client
-from .dispatch import Dispatcher
+from . import metrics, tools
+from .backends.http import make_client
+from .dispatch import Dispatcher, Gate
+from .pipeline import Pipeline
 from .router import Cooldowns, Router
+from .search.service import SearchService
 from .store import Store, open_store
+from .tools.search_execution import Summarizer
 
 log = logging.getLogger("searchhub.runtime")
 
@@ -35,9 +38,6 @@ class Runtime:
     even if a reload swaps in a new one meanwhile."""
 
     def __init__(self, config: cfgmod.Config, shared: Shared) -> None:
-        from .pipeline import Pipeline
-        from .search.service import SearchService
-
         self.config = config
         self.shared = shared
         self.client = shared.client
@@ -45,7 +45,9 @@ class Runtime:
         self.router = Router(config, shared.cooldowns)
         self.dispatcher = Dispatcher(shared.client, self.router, shared.gate)
         self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store)
-        self.pipeline = Pipeline(self)
+        self.tools = tools.build(tools.Parts(config, shared.client, self.search))
+        self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
+        self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
 
 
 class Gateway:

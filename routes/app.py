@@ -20,7 +20,7 @@ from hub import config as cfgmod
 from hub import metrics
 from hub.runtime import Gateway
 
-from . import chat
+from . import chat, messages, responses
 from .common import authorized, new_request_id, request_id_var, runtime
 
 log = logging.getLogger("searchhub.http")
@@ -143,10 +143,7 @@ async def metrics_endpoint(request: Request) -> Response:
 async def models(request: Request) -> Response:
     rt = runtime(request)
     if request.headers.get("anthropic-version"):
-        with contextlib.suppress(ImportError):
-            from .messages import anthropic_models
-
-            return JSONResponse(anthropic_models(rt))
+        return JSONResponse(messages.anthropic_models(rt))
     now = int(request.app.state.gateway.loaded_at)
     data = [{"id": name, "object": "model", "created": now, "owned_by": "searchhub"} for name in rt.router.models()]
     return JSONResponse({"object": "list", "data": data})
@@ -174,19 +171,6 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return JSONResponse(_error_body(request.url.path, 500, "api_error", "internal error"), status_code=500)
 
 
-def _optional_routes(module: str) -> list[Route]:
-    """Protocol modules plug in by exporting `routes`."""
-    import importlib
-
-    try:
-        mod = importlib.import_module(f"routes.{module}")
-    except ImportError as e:
-        if e.name == f"routes.{module}":
-            return []
-        raise
-    return list(getattr(mod, "routes", []))
-
-
 def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlette:
     gateway = Gateway(config_path, config)
 
@@ -207,8 +191,8 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlet
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
         *chat.routes,
-        *_optional_routes("responses"),
-        *_optional_routes("messages"),
+        *responses.routes,
+        *messages.routes,
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
         404: _http_error, 405: _http_error, Exception: _internal_error})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import msgspec
 from starlette.requests import Request
@@ -11,6 +11,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from hub.errors import BadRequest
+from hub.events import Frames, Keepalive
 
 from .common import (
     cancel_on_disconnect,
@@ -68,7 +69,8 @@ async def chat_completions(request: Request) -> Response:
         body = await read_json(request, rt.config.server.max_body_bytes)
         validate(body)
         stream = bool(body.get("stream"))
-        opts = options(request, body, stream=stream, endpoint="chat")
+        opts = options(request, body)
+        opts.frames = True  # encode_stream takes pre-framed relay bytes
         if stream:
             items = await rt.pipeline.stream(body, opts)
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -82,18 +84,18 @@ async def chat_completions(request: Request) -> Response:
         return openai_error(e)
 
 
-async def encode_stream(items: AsyncIterator, include_usage: bool) -> AsyncIterator[bytes]:
+async def encode_stream(items: AsyncGenerator, include_usage: bool) -> AsyncIterator[bytes]:
     try:
         async for item in items:
-            if isinstance(item, bytes):  # already framed by the relay
-                yield item
+            if isinstance(item, Frames):  # already framed by the relay
+                yield item.data
             elif isinstance(item, dict):
                 if not item.get("choices") and "usage" in item and not include_usage:
                     continue
                 if not include_usage and "usage" in item:
                     item = {k: v for k, v in item.items() if k != "usage"}
                 yield b"data: " + _encode(item) + b"\n\n"
-            elif type(item).__name__ == "Keepalive":
+            elif isinstance(item, Keepalive):
                 yield b": keepalive\n\n"
     except Exception as e:
         if not expected_error(e):
@@ -103,9 +105,7 @@ async def encode_stream(items: AsyncIterator, include_usage: bool) -> AsyncItera
         yield openai_stream_error(e)
         return
     finally:
-        aclose = getattr(items, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await items.aclose()
     yield b"data: [DONE]\n\n"
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import secrets
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -12,9 +11,11 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from hub.backends.http import AllTargetsFailed, UpstreamError
+from hub.backends.http import UpstreamError
+from hub.dispatch import AllTargetsFailed
 from hub.errors import BadRequest, GatewayError, PayloadTooLarge
 from hub.events import Options
+from hub.ids import new_id
 from hub.logctx import RequestContextFilter, chain_id_var, request_id_var  # noqa: F401 (re-exported)
 from hub.router import UnknownTarget
 from hub.runtime import Runtime
@@ -31,7 +32,7 @@ def runtime(request: Request) -> Runtime:
 
 
 def new_request_id() -> str:
-    return "req_" + secrets.token_hex(12)
+    return new_id("req")
 
 
 async def read_json(request: Request, max_bytes: int) -> dict:
@@ -79,14 +80,11 @@ def client_key(request: Request) -> str:
     return request.headers.get("x-api-key") or auth.removeprefix("Bearer ").strip()
 
 
-def options(request: Request, body: dict, *, stream: bool, endpoint: str) -> Options:
+def options(request: Request, body: dict) -> Options:
     return Options(
-        stream=stream,
         force_search=search_override(body, request.headers),
         chain_id=request.headers.get("x-searchhub-chain") or None,
         client_key=client_key(request),
-        request_id=request_id_var.get(),
-        endpoint=endpoint,
     )
 
 

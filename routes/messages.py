@@ -10,19 +10,18 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 
-import httpx
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from hub import aliases
-from hub.backends.http import UpstreamError, open_sse, post_json
-from hub.claude_code import SearchExecution, search_execution_query
-from hub.config import Target
-from hub.errors import BadRequest
+from hub.backends import passthrough
+from hub.backends.http import UpstreamError
+from hub.errors import BadRequest, Unavailable
 from hub.events import Options
 from hub.protocols.messages import (
     MessagesContext,
@@ -32,7 +31,10 @@ from hub.protocols.messages import (
     from_chat,
     to_chat,
 )
+from hub.protocols.messages.claude_code import search_execution_query
+from hub.router import Resolution
 from hub.runtime import Runtime
+from hub.tools.search_execution import SearchExecution
 
 from .common import (
     as_gateway_error,
@@ -47,7 +49,6 @@ from .common import (
 log = logging.getLogger("searchhub.messages")
 _encode = msgspec.json.encode
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-ANTHROPIC_VERSION = "2023-06-01"
 MODEL_CREATED_AT = "1970-01-01T00:00:00Z"  # the SDK's documented value for an unknown release date
 _ERROR_TYPES = {
     400: "invalid_request_error", 401: "authentication_error", 402: "billing_error", 403: "permission_error",
@@ -139,13 +140,13 @@ def _json(message: dict) -> Response:
     return Response(_encode(message), media_type="application/json", headers={"request-id": request_id_var.get()})
 
 
-def _sse(items: AsyncIterator, ctx: MessagesContext, input_tokens: int) -> StreamingResponse:
+def _sse(items: AsyncGenerator, ctx: MessagesContext, input_tokens: int) -> StreamingResponse:
     encoder = MessagesStream(ctx, input_tokens=input_tokens)
     return StreamingResponse(_encode_stream(items, encoder), media_type="text/event-stream",
                              headers={**SSE_HEADERS, "request-id": request_id_var.get()})
 
 
-async def _encode_stream(items: AsyncIterator, encoder: MessagesStream) -> AsyncIterator[bytes]:
+async def _encode_stream(items: AsyncGenerator, encoder: MessagesStream) -> AsyncIterator[bytes]:
     yield encoder.start()
     try:
         async for item in items:
@@ -162,9 +163,7 @@ async def _encode_stream(items: AsyncIterator, encoder: MessagesStream) -> Async
         yield encoder.fail(error_type(status), err.message)
         return
     finally:
-        aclose = getattr(items, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await items.aclose()
     yield encoder.finish()
 
 
@@ -182,76 +181,33 @@ def _model(rt: Runtime, body: dict) -> str:
     if not isinstance(model, str) or not model.strip():
         raise BadRequest("model: must be a non-empty string", param="model")
     return aliases.rewrite(model, rt.config.model_aliases, thinking=_thinking(body),
-                           known=aliases.known_to(rt.router))
+                           known=rt.router.known)
 
 
-def _native(rt: Runtime, model: str, thinking: bool) -> tuple[str, tuple[Target, ...]] | None:
-    """(route, targets) when the model resolves to a commercial Anthropic provider: those requests
-    pass through untouched, so Anthropic runs its own server tools."""
-    config = rt.config
-    provider_id, sep, rest = model.partition(".")
-    if sep and rest and provider_id in config.providers and model not in config.router.routes:
-        target = config.target(model)
-        return ("pinned", (target,)) if target is not None and target.provider.type == "anthropic" else None
-    route = rt.router.route_for(model, thinking=thinking)
-    pools = config.router.routes.get(route, ())
-    first = next((t for pool in pools for t in pool.targets), None)
-    if first is None or first.provider.type != "anthropic":
-        return None
-    return route, tuple(t for t in rt.router.candidates(route) if t.provider.type == "anthropic")
-
-
-def _native_url(target: Target, path: str, query: str) -> str:
-    base = target.provider.base_url
-    if base.endswith("/v1"):
-        base = base[:-3]
-    return base + path + (f"?{query}" if query else "")
-
-
-async def _passthrough(request: Request, rt: Runtime, body: dict, route: str, targets: tuple[Target, ...],
-                       path: str) -> Response:
+async def _passthrough(request: Request, rt: Runtime, body: dict, resolution: Resolution, path: str) -> Response:
+    """A commercial Anthropic target: the request goes through untouched (hub/backends/passthrough.py)."""
     stream = body.get("stream") is True and path == "/v1/messages"
-    version = request.headers.get("anthropic-version") or ANTHROPIC_VERSION
-    beta = request.headers.get("anthropic-beta")
-
-    async def call(target: Target):
-        provider = target.provider
-        headers = {"content-type": "application/json", "anthropic-version": version,
-                   "accept": "text/event-stream" if stream else "application/json"}
-        if beta:
-            headers["anthropic-beta"] = beta
-        if provider.api_key:
-            headers["x-api-key"] = provider.api_key
-        headers.update(provider.headers)
-        url = _native_url(target, path, request.url.query)
-        out = {**body, "model": target.model}
-        if stream:
-            return await open_sse(rt.client, provider, url, out, headers)
-        return await post_json(rt.client, provider, url, out, headers)
-
+    fwd = passthrough.Forward(path, stream, request.url.query, request.headers)
     try:
-        result, target = await rt.dispatcher.run(route, targets, call, hold=stream)
+        result = await passthrough.forward(rt.client, rt.dispatcher, resolution, body, fwd)
     except UpstreamError as e:
         if e.status and 400 <= e.status < 500 and e.body:  # Anthropic's own error body: already the right shape
             return Response(e.body, status_code=e.status, media_type="application/json",
                             headers={"request-id": request_id_var.get()})
         raise
-    if not stream:
+    if isinstance(result, dict):
         return _json(result)
-    return StreamingResponse(_relay(result, rt, target), media_type="text/event-stream",
+    return StreamingResponse(_relay(result), media_type="text/event-stream",
                              headers={**SSE_HEADERS, "request-id": request_id_var.get()})
 
 
-async def _relay(resp: httpx.Response, rt: Runtime, target: Target) -> AsyncIterator[bytes]:
+async def _relay(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     try:
-        async for chunk in resp.aiter_raw():
-            yield chunk
-    except httpx.HTTPError as e:
-        log.warning("anthropic passthrough stream broke: %s", type(e).__name__)
-        yield error_event("api_error", "the upstream stream broke")
-    finally:
-        rt.dispatcher.gate.leave(target.provider)
-        await resp.aclose()
+        async with aclosing(chunks):
+            async for chunk in chunks:
+                yield chunk
+    except UpstreamError as e:
+        yield error_event("api_error", e.reason)
 
 
 # --- endpoints ----------------------------------------------------------------------------------
@@ -263,17 +219,20 @@ async def create_message(request: Request) -> Response:
         rt = runtime(request)
         body = await read_json(request, rt.config.server.max_body_bytes)
         model = _model(rt, body)
-        native = _native(rt, model, _thinking(body))
+        native = rt.router.serving(model, "anthropic", thinking=_thinking(body))
         if native is not None:
-            return await _passthrough(request, rt, body, *native, "/v1/messages")
-        chat, ctx = to_chat(body)
+            return await _passthrough(request, rt, body, native, "/v1/messages")
+        chat, ctx = to_chat(body, rt.tools.replays)
         chat["model"] = model
         input_tokens = estimate_input_tokens(body)
-        opts = options(request, body, stream=ctx.stream, endpoint="messages")
+        opts = options(request, body)
         opts.hosted = ctx.hosted
         query = search_execution_query(body)
         if query is not None:
-            execution = SearchExecution(rt, query, ctx.hosted, model=model, opts=opts, input_tokens=input_tokens)
+            if rt.tools.search is None:
+                raise Unavailable("no web search is configured", code="search_unavailable")
+            execution = SearchExecution(rt.tools.search, rt.config.web_search, rt.summarizer, query, ctx.hosted,
+                                        model=model, opts=opts, input_tokens=input_tokens)
             if ctx.stream:
                 return _sse(execution.stream(), ctx, input_tokens)
             return _json(from_chat(await cancel_on_disconnect(request, execution.complete()), ctx))
@@ -307,10 +266,10 @@ async def count_tokens(request: Request) -> Response:
         rt = runtime(request)
         body = await read_json(request, rt.config.server.max_body_bytes)
         model = _model(rt, body)
-        native = _native(rt, model, _thinking(body))
+        native = rt.router.serving(model, "anthropic", thinking=_thinking(body))
         if native is not None:
-            return await _passthrough(request, rt, body, *native, "/v1/messages/count_tokens")
-        to_chat(body)  # the same validation as a real request
+            return await _passthrough(request, rt, body, native, "/v1/messages/count_tokens")
+        to_chat(body, rt.tools.replays)  # the same validation as a real request
         return _json({"input_tokens": estimate_input_tokens(body)})
     except Exception as e:
         if not expected_error(e):

@@ -9,28 +9,28 @@ are kept in the state store under "resp:<id>" before the client sees the last ev
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 
-import httpx
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from hub.backends.http import open_sse, post_json
-from hub.config import Target
-from hub.errors import GatewayError, NotFound, Unavailable
+from hub import stored_responses
+from hub.backends import passthrough
+from hub.backends.http import UpstreamError
+from hub.errors import NotFound
 from hub.protocols.responses import (
     ResponsesContext,
     ResponsesStream,
     from_chat,
-    items_to_messages,
     new_id,
     sse,
     to_chat,
 )
+from hub.router import Resolution
 from hub.runtime import Runtime
-from hub.store import StoreUnavailable
 
 from .common import (
     as_gateway_error,
@@ -46,57 +46,10 @@ log = logging.getLogger("searchhub.responses")
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-KEY_PREFIX = "resp:"
-
-
-class Stored(msgspec.Struct):
-    """What `store` keeps: the Response for GET, the chat conversation for previous_response_id."""
-
-    response: dict
-    messages: list[dict]
 
 
 def _json(body: dict, status: int = 200) -> Response:
     return Response(_encode(body), status_code=status, media_type="application/json")
-
-
-# --- the state store -----------------------------------------------------------------------------
-
-
-async def _load(rt: Runtime, response_id: str) -> Stored | None:
-    try:
-        raw = await rt.store.get(KEY_PREFIX + response_id)
-    except StoreUnavailable:
-        raise Unavailable("stored responses are unavailable right now", code="store_unavailable") from None
-    if raw is None:
-        return None
-    try:
-        return _decode(raw, type=Stored)
-    except msgspec.DecodeError:
-        log.warning("stored response %s is unreadable; treated as missing", response_id)
-        return None
-
-
-async def _save(rt: Runtime, response: dict, ctx: ResponsesContext) -> None:
-    """Keep a finished response; a store failure costs the continuation, never the answer."""
-    messages = [*ctx.history, *items_to_messages(response["output"], ctx)]
-    try:
-        await rt.store.set(KEY_PREFIX + response["id"], _encode(Stored(response, messages)),
-                           rt.config.responses_ttl_s)
-    except Exception as e:  # StoreUnavailable or a bug in a backend: log it and answer anyway
-        log.warning("response %s was not stored: %s", response["id"], type(e).__name__)
-
-
-async def _history(rt: Runtime, body: dict) -> list[dict] | None:
-    previous = body.get("previous_response_id")
-    if not isinstance(previous, str) or not previous:
-        return None
-    stored = await _load(rt, previous)
-    if stored is None:
-        raise GatewayError(f"Previous response with id '{previous}' not found.", status=404,
-                           type="invalid_request_error", param="previous_response_id",
-                           code="previous_response_not_found")
-    return stored.messages
 
 
 # --- commercial OpenAI targets: untouched ----------------------------------------------------------
@@ -108,56 +61,22 @@ def _thinking(body: dict) -> bool:
     return isinstance(effort, str) and effort != "none"
 
 
-def _native(rt: Runtime, body: dict) -> tuple[str, tuple[Target, ...]] | None:
-    """(route, targets) when the model resolves to a commercial OpenAI provider, which speaks Responses
-    (and runs its own web_search) itself."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        return None
-    config = rt.config
-    provider_id, sep, rest = model.partition(".")
-    if sep and rest and provider_id in config.providers and model not in config.router.routes:
-        target = config.target(model)
-        return ("pinned", (target,)) if target is not None and target.provider.type == "openai" else None
-    route = rt.router.route_for(model, thinking=_thinking(body))
-    first = next((t for pool in config.router.routes.get(route, ()) for t in pool.targets), None)
-    if first is None or first.provider.type != "openai":
-        return None
-    return route, tuple(t for t in rt.router.candidates(route) if t.provider.type == "openai")
-
-
-async def _passthrough(rt: Runtime, body: dict, route: str, targets: tuple[Target, ...]) -> Response:
+async def _passthrough(rt: Runtime, body: dict, resolution: Resolution) -> Response:
+    """A commercial OpenAI target: the request goes through untouched (hub/backends/passthrough.py)."""
     stream = body.get("stream") is True
-
-    async def call(target: Target):
-        provider = target.provider
-        headers = {"content-type": "application/json", "accept": "text/event-stream" if stream else "application/json"}
-        if provider.api_key:
-            headers["authorization"] = f"Bearer {provider.api_key}"
-        headers.update(provider.headers)
-        out = {**body, "model": target.model}
-        url = provider.base_url + "/responses"
-        if stream:
-            return await open_sse(rt.client, provider, url, out, headers)
-        return await post_json(rt.client, provider, url, out, headers)
-
-    result, target = await rt.dispatcher.run(route, targets, call, hold=stream)
-    if not stream:
+    result = await passthrough.forward(rt.client, rt.dispatcher, resolution, body, passthrough.Forward("/responses", stream))
+    if isinstance(result, dict):
         return _json(result)
-    return StreamingResponse(_relay(result, rt, target), media_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingResponse(_relay(result), media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-async def _relay(resp: httpx.Response, rt: Runtime, target: Target) -> AsyncIterator[bytes]:
+async def _relay(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     try:
-        async for chunk in resp.aiter_raw():
-            yield chunk
-    except httpx.HTTPError as e:
-        log.warning("openai passthrough stream broke: %s", type(e).__name__)
-        yield sse({"type": "error", "sequence_number": 0, "code": "server_error",
-                   "message": "the upstream stream broke", "param": None})
-    finally:
-        rt.dispatcher.gate.leave(target.provider)
-        await resp.aclose()
+        async with aclosing(chunks):
+            async for chunk in chunks:
+                yield chunk
+    except UpstreamError as e:
+        yield sse({"type": "error", "sequence_number": 0, "code": "server_error", "message": e.reason, "param": None})
 
 
 # --- endpoints ---------------------------------------------------------------------------------------
@@ -173,12 +92,12 @@ def _describe(exc: BaseException) -> tuple[str, str]:
     return ("rate_limit_exceeded" if err.status == 429 else "server_error"), err.message
 
 
-async def _events(rt: Runtime, ctx: ResponsesContext, items: AsyncIterator) -> AsyncIterator[bytes]:
+async def _events(rt: Runtime, ctx: ResponsesContext, items: AsyncGenerator) -> AsyncIterator[bytes]:
     encoder = ResponsesStream(ctx)
 
     async def before_end(response: dict) -> None:
         if ctx.store and response["status"] != "failed":
-            await _save(rt, response, ctx)
+            await stored_responses.save(rt.store, rt.config.responses_ttl_s, response, ctx)
 
     async for data in encoder.encode(items, before_end=before_end, describe_error=_describe):
         yield data
@@ -188,11 +107,12 @@ async def create_response(request: Request) -> Response:
     try:
         rt = runtime(request)
         body = await read_json(request, rt.config.server.max_body_bytes)
-        native = _native(rt, body)
+        model = body.get("model")
+        native = rt.router.serving(model, "openai", thinking=_thinking(body)) if isinstance(model, str) and model else None
         if native is not None:
-            return await _passthrough(rt, body, *native)
-        chat, ctx = to_chat(body, history=await _history(rt, body))
-        opts = options(request, body, stream=ctx.stream, endpoint="responses")
+            return await _passthrough(rt, body, native)
+        chat, ctx = to_chat(body, history=await stored_responses.history(rt.store, body))
+        opts = options(request, body)
         opts.hosted = ctx.hosted
         if opts.force_search is None and ctx.force_search:
             opts.force_search = True
@@ -202,7 +122,7 @@ async def create_response(request: Request) -> Response:
         outcome = await cancel_on_disconnect(request, rt.pipeline.complete(chat, opts))
         response = from_chat(outcome, ctx, response_id=new_id("resp"))
         if ctx.store:
-            await _save(rt, response, ctx)
+            await stored_responses.save(rt.store, rt.config.responses_ttl_s, response, ctx)
         return _json(response)
     except Exception as e:  # every failure answers in OpenAI's error shape
         if not expected_error(e):
@@ -213,7 +133,7 @@ async def create_response(request: Request) -> Response:
 async def get_response(request: Request) -> Response:
     try:
         response_id = request.path_params["response_id"]
-        stored = await _load(runtime(request), response_id)
+        stored = await stored_responses.load(runtime(request).store, response_id)
         if stored is None:
             raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
         return _json(stored.response)
@@ -227,12 +147,9 @@ async def delete_response(request: Request) -> Response:
     try:
         rt = runtime(request)
         response_id = request.path_params["response_id"]
-        if await _load(rt, response_id) is None:
+        if await stored_responses.load(rt.store, response_id) is None:
             raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
-        try:
-            await rt.store.delete(KEY_PREFIX + response_id)
-        except StoreUnavailable:
-            raise Unavailable("stored responses are unavailable right now", code="store_unavailable") from None
+        await stored_responses.delete(rt.store, response_id)
         return _json({"id": response_id, "object": "response", "deleted": True})
     except Exception as e:
         if not expected_error(e):

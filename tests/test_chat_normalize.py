@@ -14,7 +14,7 @@ from openai.lib.streaming._deltas import accumulate_delta
 from openai.lib.streaming.chat._completions import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
 
-from hub.protocols.chat import StreamNormalizer, ToolCallAssembler, new_call_id, normalize_completion
+from hub.backends.normalize import StreamNormalizer, ToolCallAssembler, new_call_id, normalize_completion
 
 CALL_ID = re.compile(r"call_[A-Za-z0-9]{24}")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.claude_code import PREFIX, search_execution_query
+from hub.protocols.messages.claude_code import PREFIX, search_execution_query
 
 from .fakes.search_providers import CORPUS, Reply
 from .test_messages import accumulate, parse_sse

@@ -38,7 +38,7 @@ class Serve:
         self.env = {**{k: v for k, v in os.environ.items() if k != "SEARCHHUB_CONFIG"}, **(env or {})}
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "hub", "serve", "--config", str(self.config_path), "--port", str(self.port), *args],
+            [sys.executable, "-m", "routes", "serve", "--config", str(self.config_path), "--port", str(self.port), *args],
             cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
 
     @property

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hub.errors import BadRequest
-from hub.events import Keepalive, Outcome, SearchCall, SearchFinished, SearchStarted
+from hub.events import Keepalive, Outcome, ToolFinished, ToolStarted
 from hub.protocols.messages import MessagesStream, estimate_input_tokens, from_chat, to_chat
-from hub.protocols.messages_blocks import decode_hit
 from hub.search.base import Hit, SearchResult
+from hub.tools.web_search import SearchCall, decode_hit
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"
 
@@ -174,7 +174,9 @@ def test_replayed_hosted_search_becomes_a_tool_round() -> None:
     assert m[1]["tool_calls"][0]["function"] == {"name": "web_search", "arguments": '{"query": "news"}'}
     assert m[2]["role"] == "tool" and "alpha facts" in m[2]["content"] and "https://a.test" in m[2]["content"]
     assert m[3]["content"] == "Alpha happened." and m[3]["tool_calls"][0]["id"] == "srvtoolu_2"
-    assert m[4] == {"role": "tool", "tool_call_id": "srvtoolu_2", "content": "Error: web search failed (max_uses_exceeded)"}
+    # rendered like a failed search in the live loop (hub/search/render.py: one renderer)
+    assert m[4] == {"role": "tool", "tool_call_id": "srvtoolu_2",
+                    "content": '{"error":"web search failed (max_uses_exceeded)"}'}
     assert m[5] == {"role": "user", "content": "ok"}
 
 
@@ -304,8 +306,8 @@ _item = st.one_of(
                     "name": _json, "arguments": _json})}), max_size=2) | _json}) | _json,
         "finish_reason": _json}), max_size=2) | _json}, optional={"usage": _json}),
     st.builds(Keepalive),
-    st.builds(lambda q: SearchStarted(SearchCall("call_1", q)), st.text(max_size=5)),
-    st.builds(lambda q: SearchFinished(SearchCall("call_1", q, "e", SearchResult("e", q, (RUST,)))),
+    st.builds(lambda q: ToolStarted(SearchCall("call_1", q)), st.text(max_size=5)),
+    st.builds(lambda q: ToolFinished(SearchCall("call_1", q, "e", SearchResult("e", q, (RUST,)))),
               st.text(max_size=5)),
 )
 
@@ -520,13 +522,13 @@ def test_stream_broken_tool_arguments_are_repaired() -> None:
 def test_stream_hosted_search_and_citations() -> None:
     _, ctx = to_chat(req(stream=True, tools=[{"type": "web_search_20250305", "name": "web_search"}]))
     call = SearchCall("call_7", "rust release")
-    started = SearchStarted(call)
+    started = ToolStarted(call)
     call_done = SearchCall("call_7", "rust release", "google", SearchResult("google", "rust release", (RUST,)))
     events = parse_sse(encode(ctx, [
         chunk({"content": "Searching. "}),
         started,
         Keepalive(),
-        SearchFinished(call_done),
+        ToolFinished(call_done),
         chunk({"content": "Rust 1.91.0 [1]."}),
         chunk({"annotations": [{"type": "url_citation", "url_citation": {
             "url": RUST.url, "title": RUST.title, "start_index": 11, "end_index": 27}}]}),

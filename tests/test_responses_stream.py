@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseStreamEvent
 
-from hub.events import Keepalive, SearchCall, SearchFinished, SearchStarted
+from hub.events import Keepalive, ToolFinished, ToolStarted
 from hub.protocols.responses import KEEPALIVE, ResponsesStream, to_chat
 from hub.search.base import Hit, SearchResult
+from hub.tools.web_search import SearchCall
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 CODEX = sorted(FIXTURES.glob("*.json"))
@@ -145,8 +146,8 @@ def items_from_recording(events: list[dict]) -> list:
             action = data["item"]["action"]
             result = SearchResult("serper", action["query"], tuple(Hit("t", s["url"], "s") for s in action["sources"]))
             call = SearchCall(data["item"]["id"], action["query"], "serper", None)
-            out.append(SearchStarted(call))
-            out.append(SearchFinished(SearchCall(call.id, call.query, "serper", result)))
+            out.append(ToolStarted(call))
+            out.append(ToolFinished(SearchCall(call.id, call.query, "serper", result)))
         elif kind == "response.output_text.annotation.added":
             a = data["annotation"]
             out.append(chunk({"annotations": [{"type": "url_citation", "url_citation": {
@@ -248,7 +249,7 @@ def test_search_rounds_with_hosted_tool() -> None:
     call = SearchCall("call_s", "rust", "serper")
     events, _ = run(ctx, [
         chunk({"reasoning_content": "need to search"}), chunk({"content": first}),
-        SearchStarted(call), Keepalive(), SearchFinished(SearchCall("call_s", "rust", "serper", RUST)),
+        ToolStarted(call), Keepalive(), ToolFinished(SearchCall("call_s", "rust", "serper", RUST)),
         chunk({"content": answer}),
         chunk({"annotations": [
             {"type": "url_citation", "url_citation": {"start_index": start, "end_index": start + 9,
@@ -275,7 +276,7 @@ def test_search_rounds_with_hosted_tool() -> None:
 def test_searches_are_invisible_without_the_hosted_tool() -> None:
     ctx = ctx_for({"model": "m", "input": "rust?"})
     call = SearchCall("call_s", "rust", "serper", RUST)
-    events, _ = run(ctx, [SearchStarted(call), SearchFinished(call), chunk({"content": "ok"}), chunk(finish="stop")])
+    events, _ = run(ctx, [ToolStarted(call), ToolFinished(call), chunk({"content": "ok"}), chunk(finish="stop")])
     final = check_events(events)
     assert [i["type"] for i in final["output"]] == ["message"]
     assert not any("web_search" in e["type"] for e in events)
@@ -285,8 +286,8 @@ def test_parallel_searches_and_a_failed_one() -> None:
     ctx = ctx_for({"model": "m", "input": "x", "tools": [{"type": "web_search_preview"}]})
     a, b = SearchCall("a", "qa", "e"), SearchCall("b", "qb", "e")
     failed = SearchCall("b", "qb", "e", SearchResult("e", "qb", error="down", error_code="unavailable"))
-    events, _ = run(ctx, [SearchStarted(a), SearchStarted(b), SearchFinished(failed),
-                          SearchFinished(SearchCall("a", "qa", "e", RUST)), chunk({"content": "done"}),
+    events, _ = run(ctx, [ToolStarted(a), ToolStarted(b), ToolFinished(failed),
+                          ToolFinished(SearchCall("a", "qa", "e", RUST)), chunk({"content": "done"}),
                           chunk(finish="stop")])
     final = check_events(events)
     ws_a, ws_b, _ = final["output"]
@@ -368,7 +369,7 @@ _search = st.builds(lambda cid, q, ok: SearchCall(cid, q, "e", RUST if ok else N
                     st.sampled_from(["s1", "s2"]), st.text(max_size=4), st.booleans())
 _item = st.one_of(
     st.builds(lambda d, f: chunk(d, f), _delta, st.sampled_from([None, None, "stop", "length", "tool_calls"])),
-    st.builds(SearchStarted, _search), st.builds(SearchFinished, _search), st.just(Keepalive()),
+    st.builds(ToolStarted, _search), st.builds(ToolFinished, _search), st.just(Keepalive()),
     st.builds(usage_chunk, st.integers(0, 50), st.integers(0, 50)),
 )
 _CTX_REQUESTS = [

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from openai.types.responses import Response
 
 from hub.errors import BadRequest
-from hub.events import HostedSearch, Outcome, SearchCall
+from hub.events import HostedSearch, Outcome
 from hub.protocols.responses import custom_input, from_chat, items_to_messages, to_chat
 from hub.search.base import Hit, SearchResult
+from hub.tools.web_search import SearchCall
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 CODEX = sorted(FIXTURES.glob("*.json"))
@@ -419,7 +420,7 @@ def test_from_chat_text_with_citations_and_searches() -> None:
     text = "Rust 1.91.0 is the latest."
     outcome = Outcome(chat_completion({"content": text, "annotations": [{"type": "url_citation", "url_citation": {
         "start_index": 0, "end_index": 26, "url": RUST.hits[0].url, "title": RUST.hits[0].title}}]}),
-        searches=[SearchCall("call_1", RUST.query, "serper", RUST),
+        calls=[SearchCall("call_1", RUST.query, "serper", RUST),
                   SearchCall("call_2", "broken", "serper", SearchResult("serper", "broken", error="down"))])
     resp = from_chat(outcome, ctx)
     Response.model_validate(resp)  # the SDK's own type accepts it
@@ -453,7 +454,7 @@ def test_from_chat_drops_leading_blank_lines_and_keeps_offsets() -> None:
 
 def test_from_chat_searches_stay_invisible_without_the_hosted_tool() -> None:
     _, ctx = to_chat({"model": "m", "input": "rust?"})
-    resp = from_chat(Outcome(chat_completion({"content": "x"}), searches=[SearchCall("c", "q", "e", RUST)]), ctx)
+    resp = from_chat(Outcome(chat_completion({"content": "x"}), calls=[SearchCall("c", "q", "e", RUST)]), ctx)
     assert [item["type"] for item in resp["output"]] == ["message"]
 
 

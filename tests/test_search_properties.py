@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hub.search import Hit, SearchRequest, SearchResult
 from hub.search.base import RECENCY, EngineError, Parsed, RawHit
 from hub.search.registry import ENGINES
+from hub.search.render import tool_text
 from hub.search.sanitize import bound, clean_text, clean_url, domain_matches, fit, host_of, size
 
 from .fakes.search_providers import config_with, search_service
@@ -93,7 +94,7 @@ requests = st.builds(
 
 def assert_valid(result: SearchResult, req: SearchRequest, char_cap: int, max_bytes: int) -> None:
     assert isinstance(result, SearchResult)
-    content = result.to_tool_content()
+    content = tool_text(result)[0]
     decoded = json.loads(content)
     if not result.ok:
         assert result.error_code in CODES and isinstance(result.error, str) and result.error
@@ -101,7 +102,7 @@ def assert_valid(result: SearchResult, req: SearchRequest, char_cap: int, max_by
         return
     assert len(content.encode()) <= max_bytes
     assert 1 <= len(result.hits) <= req.count
-    assert [h["n"] for h in decoded["hits"]] == list(range(1, len(result.hits) + 1))
+    assert [h["n"] for h in decoded["results"]] == list(range(1, len(result.hits) + 1))
     seen = set()
     for hit in result.hits:
         assert clean_url(hit.url) == hit.url and hit.url.lower().startswith(("http://", "https://"))
@@ -221,5 +222,5 @@ def test_the_service_answers_any_arguments_with_a_result(searxng, query, engine,
 
     result = asyncio.run(go())
     assert isinstance(result, SearchResult)
-    json.loads(result.to_tool_content())
+    json.loads(tool_text(result)[0])
     assert result.ok or result.error_code in CODES

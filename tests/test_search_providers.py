@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hub.search import SearchResult
+from hub.search.render import tool_text
 
 from .fakes.search_providers import KEYS, Reply, config_with, search_service
 
@@ -193,7 +194,7 @@ def test_whole_result_is_capped_in_bytes(fake):
     fake.script("tavily", Reply(body={"query": "q", "results": results}))
     r = search(fake, "tavily", count=20, ws={"maxTotalResultBytes": 4096})
     assert r.ok and 1 <= len(r.hits) < 20
-    assert len(r.to_tool_content().encode()) <= 4096
+    assert len(tool_text(r)[0].encode()) <= 4096
 
 
 # ---------------------------------------------------------------- failures are values

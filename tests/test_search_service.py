@@ -12,6 +12,7 @@ import pytest
 from hub import metrics
 from hub.search import SearchRequest
 from hub.search.cache import PREFIX, cache_key
+from hub.search.render import tool_text
 from hub.store.base import StoreUnavailable
 from hub.store.memory import MemoryStore
 
@@ -127,10 +128,10 @@ def test_count_defaults_and_clamps(fake):
 
 def test_tool_content_is_numbered_and_marked_untrusted(fake):
     r = one(config_with([engine(fake, "brave")]), count=10)
-    content = json.loads(r.to_tool_content())
+    content = json.loads(tool_text(r)[0])
     assert "untrusted" in content["note"] and "[n]" in content["note"]
-    assert [h["n"] for h in content["hits"]] == [1, 2, 3, 4]
-    assert set(content["hits"][0]) >= {"n", "title", "url", "snippet"}
+    assert [h["n"] for h in content["results"]] == [1, 2, 3, 4]
+    assert set(content["results"][0]) >= {"n", "title", "url", "snippet"}
 
 
 # ---------------------------------------------------------------- cache
@@ -161,7 +162,7 @@ def test_cache_values_are_small_and_namespaced(fake):
     key = cache_key("serper", SearchRequest("rust", 5))
     assert key.startswith(PREFIX) and PREFIX.startswith("cache:")
     raw = asyncio.run(store.get(key))
-    assert raw is not None and len(raw) < len(r.to_tool_content().encode())
+    assert raw is not None and len(raw) < len(tool_text(r)[0].encode())
     assert msgspec.json.decode(raw)[0] == "serper"
 
 
@@ -270,7 +271,7 @@ def test_a_planted_key_never_shows(fake, search_models, caplog):
     assert all(not r.ok for r in results)
     assert any("bad key ****" in r.error for r in results)
     for r in results:
-        for text in (r.error, r.to_tool_content(), json.dumps(r.to_payload()), repr(r)):
+        for text in (r.error, tool_text(r)[0], json.dumps(r.to_payload()), repr(r)):
             assert CANARY not in text and CANARY[:12] not in text
     assert caplog.records
     for rec in caplog.records:

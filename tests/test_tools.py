@@ -1,4 +1,5 @@
-"""hub.tools: the web_search schema, defensive argument parsing (seed 003) and argument repair."""
+"""hub/tools/arguments.py and hub/tools/web_search.py: the web_search schema, defensive argument
+parsing and argument repair."""
 
 from __future__ import annotations
 
@@ -9,16 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.protocols.chat import ToolCallAssembler
-from hub.tools import (
-    RECENCY,
-    WEB_SEARCH,
-    ArgumentError,
-    SearchArgs,
-    parse_arguments,
-    search_args,
-    web_search_tool,
-)
+from hub.backends.normalize import ToolCallAssembler
+from hub.tools.arguments import ArgumentError, parse_arguments
+from hub.tools.web_search import RECENCY, WEB_SEARCH, SearchArgs, search_args, web_search_tool
 
 ENGINES = [("glm", "GLM 4.7, better for Chinese / domestic news"), ("google", "Gemini, global coverage")]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import httpx
 import msgspec
@@ -33,33 +32,6 @@ class UpstreamError(Exception):
         self.retry_after = retry_after
 
 
-@dataclass(slots=True)
-class Attempt:
-    target: str
-    provider: str
-    reason: str
-    status: int | None = None
-
-    def as_dict(self) -> dict:
-        return {"target": self.target, "provider": self.provider, "reason": self.reason, "status": self.status}
-
-
-class AllTargetsFailed(Exception):
-    def __init__(self, route: str, attempts: list[Attempt]) -> None:
-        self.route = route
-        self.attempts = attempts
-        super().__init__(f"all targets of route '{route}' failed")
-
-    @property
-    def status(self) -> int:
-        # 503 when everything was merely saturated or rate limited, 502 when upstreams broke.
-        if self.attempts and all(a.status in (429, 503) for a in self.attempts):
-            return 503
-        if self.attempts and all(a.status == 504 for a in self.attempts):
-            return 504
-        return 502
-
-
 def make_client() -> httpx.AsyncClient:
     """The process-wide upstream client: httpx's API over aiohttp, several times faster under
     concurrency than httpx's own pool (see bench/)."""
@@ -83,25 +55,6 @@ async def send(client: httpx.AsyncClient, request: httpx.Request, *, stream: boo
     if isinstance(client, UpstreamClient):
         return await client.send_direct(request, stream=stream)
     return await client.send(request, stream=stream)
-
-
-class Gate:
-    """Bounded concurrency per provider: a full gate refuses at once (the router fails over)."""
-
-    def __init__(self) -> None:
-        self._in_flight: dict[str, int] = {}
-
-    def enter(self, provider: Provider) -> None:
-        n = self._in_flight.get(provider.id, 0)
-        if provider.max_concurrency is not None and n >= provider.max_concurrency:
-            raise UpstreamError("provider saturated (maxConcurrency reached)", status=503)
-        self._in_flight[provider.id] = n + 1
-
-    def leave(self, provider: Provider) -> None:
-        self._in_flight[provider.id] -= 1
-
-    def snapshot(self) -> dict[str, int]:
-        return {k: v for k, v in self._in_flight.items() if v}
 
 
 def timeout_for(provider: Provider, total: float | None = None) -> httpx.Timeout:

@@ -10,8 +10,8 @@ import sys
 import textwrap
 
 from .. import config as cfgmod
-from ..backends.http import Gate, make_client
-from ..dispatch import Dispatcher
+from ..backends.http import make_client
+from ..dispatch import Dispatcher, Gate
 from ..router import Cooldowns, Router
 from ..store.memory import MemoryStore
 from .base import SearchResult

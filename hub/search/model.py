@@ -8,8 +8,9 @@ import asyncio
 import re
 from typing import Any, ClassVar
 
-from ..backends.http import AllTargetsFailed, UpstreamError, post_json
+from ..backends.http import UpstreamError, post_json
 from ..config import SEARCH_ROUTE, EngineConfig, Target
+from ..dispatch import AllTargetsFailed
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError, Parsed, SearchRequest
 from .engine import Engine, EngineContext
 from .fetch import status_error

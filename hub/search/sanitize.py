@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from .base import MAX_QUERY_CHARS, UNAVAILABLE, Hit, Parsed, RawHit, SearchRequest, SearchResult, failure
+from .render import tool_text
 
 TITLE_CAP = 300
 SOURCE_CAP = 100
@@ -185,7 +186,8 @@ def _renumber(summary: str, refs: dict[str, int], known: set[str]) -> str:
 
 
 def size(result: SearchResult) -> int:
-    return len(result.to_tool_content().encode())
+    """Bytes of the tool message the model receives for the result (hub/search/render.py)."""
+    return len(tool_text(result)[0].encode())
 
 
 def fit(result: SearchResult, max_bytes: int) -> SearchResult:

@@ -8,11 +8,14 @@ model would have made. Malformed values raise BadRequest naming their path.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 
-from ..errors import BadRequest
-from .messages_blocks import decode_hit
+from ...errors import BadRequest
+from ...tools import web_search
 
-WEB_SEARCH_TOOL = "web_search"
+# Anthropic server tool name -> (the chat function name the model calls, the tool's replay)
+Replays = Mapping[str, tuple[str, Callable[[dict, object], tuple[dict, str]]]]
+DEFAULT_REPLAYS: Replays = {web_search.HOSTED.anthropic_name: (web_search.WEB_SEARCH, web_search.replay)}
 BILLING_HEADER = "x-anthropic-billing-header:"
 
 
@@ -81,7 +84,8 @@ def loaded_tools(messages: list) -> set[str]:
 class _History:
     """Builds chat messages, merging consecutive user (and assistant) turns as chat templates expect."""
 
-    def __init__(self) -> None:
+    def __init__(self, replays: Replays = DEFAULT_REPLAYS) -> None:
+        self.replays = replays
         self.messages: list[dict] = []
         self.system: list[str] = []
         self.pending: list[str] = []  # mid-conversation system text, waiting for the next user turn
@@ -213,26 +217,6 @@ def _tool_result(block: dict, path: str) -> tuple[str, list[dict]]:
     return text, images
 
 
-def _search_digest(block: dict) -> str:
-    """A replayed web_search_tool_result as the tool message the model would have seen."""
-    content = block.get("content")
-    if isinstance(content, dict):
-        return f"Error: web search failed ({content.get('error_code', 'unavailable')})"
-    if not isinstance(content, list) or not content:
-        return "No results."
-    lines = []
-    for n, item in enumerate((c for c in content if isinstance(c, dict)), 1):
-        hit = decode_hit(item.get("encrypted_content")) or {}
-        title = item.get("title") or hit.get("title") or ""
-        url = item.get("url") or hit.get("url") or ""
-        lines.append(f"{n}. {title}\n   {url}")
-        if isinstance(item.get("page_age"), str) and item["page_age"]:
-            lines.append(f"   Published: {item['page_age']}")
-        if isinstance(hit.get("snippet"), str) and hit["snippet"]:
-            lines.append(f"   {hit['snippet']}")
-    return "\n".join(lines)
-
-
 def _user(history: _History, blocks: list[dict], path: str) -> None:
     parts: list[dict] = []
     images: list[dict] = []
@@ -270,7 +254,7 @@ def _assistant(history: _History, blocks: list[dict], path: str) -> None:
     groups: list[str] = []  # runs of adjacent text blocks; a run is one text
     run: list[str] | None = None
     calls: list[dict] = []
-    searches: dict[str, str] = {}
+    server_calls: dict[str, tuple[str, dict]] = {}  # server_tool_use id -> (tool, its input)
     for i, block in enumerate(blocks):
         kind, where = block["type"], f"{path}[{i}]"
         if kind == "text":
@@ -286,20 +270,22 @@ def _assistant(history: _History, blocks: list[dict], path: str) -> None:
             name = string(block, "name", where, required=True)
             arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
             calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
-        elif kind == "server_tool_use" and block.get("name") == WEB_SEARCH_TOOL:
+        elif kind == "server_tool_use" and block.get("name") in history.replays:
             call_id = string(block, "id", where, required=True)
-            query = block.get("input", {}).get("query") if isinstance(block.get("input"), dict) else None
-            searches[call_id] = query if isinstance(query, str) else ""
-        elif kind == "web_search_tool_result":
-            call_id = string(block, "tool_use_id", where, required=True)
-            if call_id not in searches:
-                continue
-            # A replayed hosted search becomes the tool round the model would have made.
+            shown = block.get("input") if isinstance(block.get("input"), dict) else {}
+            server_calls[call_id] = (block["name"], shown)
+        elif kind.endswith("_tool_result") and isinstance(block.get("tool_use_id"), str) \
+                and block["tool_use_id"] in server_calls:
+            # A replayed hosted tool call becomes the tool round the model would have made.
+            call_id = block["tool_use_id"]
+            name, shown = server_calls.pop(call_id)
+            chat_name, replay = history.replays[name]
+            arguments, result = replay(shown, block.get("content"))
             text = "\n\n".join(g for g in groups if g)
-            search_call = {"id": call_id, "type": "function", "function": {
-                "name": WEB_SEARCH_TOOL, "arguments": json.dumps({"query": searches.pop(call_id)}, ensure_ascii=False)}}
-            history.assistant(text, [search_call])
-            history.tool(call_id, _search_digest(block))
+            server_call = {"id": call_id, "type": "function", "function": {
+                "name": chat_name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
+            history.assistant(text, [server_call])
+            history.tool(call_id, result)
             groups = []
         # thinking / redacted_thinking: opaque to other backends, dropped (protocols.md 9.4)
     text = "\n\n".join(g for g in groups if g)
@@ -330,9 +316,10 @@ def _messages(raw: object, history: _History) -> None:
             raise bad_request(f"{path}.role", "must be user, assistant or system")
 
 
-def chat_messages(system: object, messages: object) -> list[dict]:
-    """The chat messages for a request's `system` and `messages`."""
-    history = _History()
+def chat_messages(system: object, messages: object, replays: Replays = DEFAULT_REPLAYS) -> list[dict]:
+    """The chat messages for a request's `system` and `messages`; `replays` turn replayed server tool
+    blocks back into tool rounds."""
+    history = _History(replays)
     if system is not None:
         history.add_system(joined_text(content_blocks(system, "system"), "system"))
     _messages(messages, history)

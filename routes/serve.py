@@ -1,4 +1,5 @@
-"""`searchhub serve`: logging, config check, uvicorn."""
+"""`searchhub serve`: logging, config check, uvicorn; and the `searchhub` program itself, which adds
+`serve` to the commands of hub/cli.py (the HTTP layer lives here, so hub/ never imports it)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import os
 import sys
 import time
 
-from . import config as cfgmod
+from hub import cli
+from hub import config as cfgmod
+from hub.logctx import RequestContextFilter
 
 _CONFIG_ENV = "SEARCHHUB_CONFIG"
 
@@ -33,8 +36,6 @@ class JsonFormatter(logging.Formatter):
 
 
 def setup_logging(level: str) -> None:
-    from .logctx import RequestContextFilter
-
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     handler.addFilter(RequestContextFilter())
@@ -51,7 +52,7 @@ def setup_logging(level: str) -> None:
 
 def app_factory():
     """Uvicorn worker entry point (`--workers N` needs an importable factory)."""
-    from routes.app import create_app
+    from .app import create_app
 
     path = os.environ.get(_CONFIG_ENV, "engines.json")
     cfg = cfgmod.load(path)
@@ -75,7 +76,7 @@ def serve(path: str, *, host: str | None = None, port: int | None = None, worker
             "per worker; configure state.backend=redis to share them", workers)
     logging.getLogger("searchhub").info("searchhub listening on http://%s:%d (config %s)", host, port, path)
     uvicorn.run(
-        "hub.serve:app_factory",
+        "routes.serve:app_factory",
         factory=True,
         host=host,
         port=port,
@@ -87,3 +88,8 @@ def serve(path: str, *, host: str | None = None, port: int | None = None, worker
         server_header=False,
     )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `searchhub` program: hub/cli.py's commands, with `serve` run here."""
+    return cli.main(argv, serve=serve)

@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-from .responses_output import from_chat, new_id, response_object, usage_from_chat
-from .responses_request import ResponsesContext, ToolRef, custom_input, items_to_messages, to_chat
-from .responses_stream import KEEPALIVE, ResponsesStream, sse
+from .output import from_chat, new_id, response_object, usage_from_chat
+from .request import ResponsesContext, ToolRef, custom_input, items_to_messages, to_chat
+from .stream import KEEPALIVE, ResponsesStream, sse
 
 __all__ = [
     "KEEPALIVE",

@@ -7,11 +7,10 @@ string it sees twice, so a stream must carry role once per choice, and id/type/n
 from __future__ import annotations
 
 import json
-import secrets
-import string
 from dataclasses import dataclass, field
 
-_ALNUM = string.ascii_letters + string.digits
+from ..ids import new_id
+
 _TOP_EXTRAS = ("prompt_logprobs", "prompt_token_ids", "kv_transfer_params")
 _CHOICE_EXTRAS = ("stop_reason", "token_ids")
 _JSON_SPACE = " \t\r\n"
@@ -19,7 +18,7 @@ _JSON_SPACE = " \t\r\n"
 
 def new_call_id() -> str:
     """A tool-call id in OpenAI's format: "call_" + 24 random alphanumerics."""
-    return "call_" + "".join(secrets.choice(_ALNUM) for _ in range(24))
+    return new_id("call")
 
 
 def _arguments_text(value: object) -> str | None:

@@ -1,22 +1,23 @@
-"""The pipeline's non-streaming Outcome -> an Anthropic Message (protocols.md 3.5, 9.5-9.8)."""
+"""The pipeline's non-streaming Outcome -> an Anthropic Message (docs/claude-code.md)."""
 
 from __future__ import annotations
 
-from ..events import Outcome
-from ..tools import ArgumentError, parse_arguments
-from .messages_blocks import (
+from ...coerce import text_of
+from ...events import Outcome
+from ...tools.arguments import ArgumentError, parse_arguments
+from .blocks import (
     THINKING_SIGNATURE,
     HitIndex,
     message_id,
-    searches_run,
     server_tool_use_block,
     stop_reason,
     text_blocks,
+    tool_result_block,
     tool_use_id,
     usage,
-    web_search_result_block,
+    usage_counts,
 )
-from .messages_request import MessagesContext
+from .request import MessagesContext
 
 
 def tool_input(arguments: object, *, name: str = "", call_id: str = "") -> dict:
@@ -27,17 +28,9 @@ def tool_input(arguments: object, *, name: str = "", call_id: str = "") -> dict:
         return {}
 
 
-def content_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
 def from_chat(outcome: Outcome, ctx: MessagesContext) -> dict:
-    """An Anthropic Message: thinking, then (hosted search) each search as a server_tool_use +
-    web_search_tool_result pair, then the text (cited spans as their own blocks), then tool_use."""
+    """An Anthropic Message: thinking, then (hosted tools) each server tool call as a server_tool_use +
+    result block pair, then the text (cited spans as their own blocks), then tool_use."""
     response = outcome.response if isinstance(outcome.response, dict) else {}
     choices = response.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
@@ -48,13 +41,13 @@ def from_chat(outcome: Outcome, ctx: MessagesContext) -> dict:
     if ctx.show_thinking and isinstance(reasoning, str) and reasoning:
         content.append({"type": "thinking", "thinking": reasoning, "signature": THINKING_SIGNATURE})
     if ctx.hosted is not None:
-        for call in outcome.searches:
+        for call in outcome.calls:
             content.append(server_tool_use_block(call))
-            content.append(web_search_result_block(call))
-        content.extend(text_blocks(content_text(message.get("content")), message.get("annotations"),
-                                   HitIndex(outcome.searches)))
+            content.append(tool_result_block(call))
+        content.extend(text_blocks(text_of(message.get("content"), ""), message.get("annotations"),
+                                   HitIndex(outcome.calls)))
     else:
-        text = content_text(message.get("content"))
+        text = text_of(message.get("content"), "")
         if text:
             content.append({"type": "text", "text": text})
     calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
@@ -79,5 +72,5 @@ def from_chat(outcome: Outcome, ctx: MessagesContext) -> dict:
         "content": content,
         "stop_reason": stop_reason(choice.get("finish_reason"), has_tool_use=has_tool_use),
         "stop_sequence": None,
-        "usage": usage(response.get("usage"), searches=searches_run(outcome.searches) if ctx.hosted else None),
+        "usage": usage(response.get("usage"), server_tools=usage_counts(outcome.calls) if ctx.hosted else None),
     }

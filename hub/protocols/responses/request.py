@@ -11,10 +11,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BadRequest
-from ..events import HostedSearch
-from .responses_items import Conversation
-from .responses_tools import Allowed, ToolRef, ToolSet, custom_input, hosted_search, translate_tool_choice
+from ...errors import BadRequest
+from ...events import HostedSearch
+from .items import Conversation
+from .tools import Allowed, ToolRef, ToolSet, custom_input, hosted_search, translate_tool_choice
 
 __all__ = ["ResponsesContext", "ToolRef", "custom_input", "items_to_messages", "to_chat"]
 

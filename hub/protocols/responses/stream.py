@@ -1,4 +1,4 @@
-"""Pipeline stream items -> the Responses API SSE event sequence (protocols.md 2.6, 9.8, 9.9).
+"""Pipeline stream items -> the Responses API SSE event sequence (docs/responses.md).
 
 What clients rely on: `response.created` first, `sequence_number` strictly increasing from 0, every
 item opened with `output_item.added` and delivered with `output_item.done` (Codex reads items only
@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from ..events import Keepalive, SearchCall, SearchFinished, SearchStarted
-from .responses_output import (
+from ...events import Keepalive, ToolFinished, ToolStarted
+from ...tools.base import ToolCall
+from .output import (
     annotation,
     call_item,
     call_item_id,
@@ -34,7 +35,7 @@ from .responses_output import (
     usage_from_chat,
     web_search_item,
 )
-from .responses_request import ResponsesContext
+from .request import ResponsesContext
 
 log = logging.getLogger("searchhub.responses")
 _encode = msgspec.json.Encoder().encode
@@ -78,7 +79,7 @@ class _Call:
 class _Search:
     index: int
     id: str
-    call: SearchCall
+    call: ToolCall
 
 
 def _default_error(exc: BaseException) -> tuple[str, str]:
@@ -100,7 +101,7 @@ class ResponsesStream:
         self._reasoning: _Reasoning | None = None
         self._message: _Message | None = None
         self._calls: dict[int, _Call] = {}  # open calls by the chat tool-call index
-        self._searches: dict[str, _Search] = {}  # open searches by SearchCall.id
+        self._searches: dict[str, _Search] = {}  # open server tool calls by ToolCall.id
         self._text_total = 0
         self._finish_reason: str | None = None
         self._usage: Any = None
@@ -108,7 +109,7 @@ class ResponsesStream:
     # --- driving ---------------------------------------------------------------------------------
 
     async def encode(
-        self, items: AsyncIterator[Any], *,
+        self, items: AsyncGenerator[Any, None], *,
         before_end: Callable[[dict], Awaitable[None]] | None = None,
         describe_error: Callable[[BaseException], tuple[str, str]] = _default_error,
     ) -> AsyncIterator[bytes]:
@@ -134,9 +135,7 @@ class ResponsesStream:
             for event in final:
                 yield sse(event)
         finally:
-            aclose = getattr(items, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await items.aclose()
 
     def start(self) -> list[dict]:
         if self._started:
@@ -150,9 +149,9 @@ class ResponsesStream:
         events = self.start()
         if isinstance(item, dict):
             events += self._chunk(item)
-        elif isinstance(item, SearchStarted):
+        elif isinstance(item, ToolStarted):
             events += self._search_started(item.call)
-        elif isinstance(item, SearchFinished):
+        elif isinstance(item, ToolFinished):
             events += self._search_finished(item.call)
         return events
 
@@ -375,7 +374,7 @@ class ResponsesStream:
 
     # --- searches --------------------------------------------------------------------------------
 
-    def _search_started(self, call: SearchCall) -> list[dict]:
+    def _search_started(self, call: ToolCall) -> list[dict]:
         if self.ctx.hosted is None or call.id in self._searches:
             return []  # searches the client did not ask for stay invisible
         events = self._close_open("completed")
@@ -385,7 +384,7 @@ class ResponsesStream:
         events.append(self._event("response.web_search_call.searching", item_id=s.id, output_index=s.index))
         return events
 
-    def _search_finished(self, call: SearchCall) -> list[dict]:
+    def _search_finished(self, call: ToolCall) -> list[dict]:
         if self.ctx.hosted is None:
             return []
         events = self._search_started(call) if call.id not in self._searches else []

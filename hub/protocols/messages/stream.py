@@ -1,4 +1,4 @@
-"""Pipeline stream items -> Anthropic's SSE event sequence (protocols.md 3.6, 9.9).
+"""Pipeline stream items -> Anthropic's SSE event sequence (docs/claude-code.md).
 
 Blocks open in order 0, 1, 2 ... and each closes before the next opens. Tool input travels only as
 `input_json_delta` (Claude Code ignores input in content_block_start). Client tool-call arguments
@@ -13,21 +13,22 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ..events import Keepalive, SearchCall, SearchFinished, SearchStarted
-from .messages_blocks import (
+from ...events import Keepalive, ToolFinished, ToolStarted
+from ...tools.base import ToolCall
+from .blocks import (
     THINKING_SIGNATURE,
     HitIndex,
     message_id,
-    searches_run,
     server_tool_use_id,
     stop_reason,
+    tool_result_block,
     tool_use_id,
     url_citation,
     usage,
-    web_search_result_block,
+    usage_counts,
 )
-from .messages_request import MessagesContext
-from .messages_response import tool_input
+from .request import MessagesContext
+from .response import tool_input
 
 _encode = msgspec.json.encode
 PING = b'event: ping\ndata: {"type":"ping"}\n\n'
@@ -61,7 +62,7 @@ class MessagesStream:
         self._calls: dict[int, _Call] = {}
         self._last_call: int | None = None
         self._started_searches: set[str] = set()
-        self._searches = 0
+        self._tool_calls: list[ToolCall] = []
         self._hits = HitIndex()
         self._finish: object = None
         self._usage: object = None
@@ -84,7 +85,7 @@ class MessagesStream:
             return b""
         self._done = True
         out = self._close() + self._flush_calls()
-        final = usage(self._usage, searches=self._searches if self.ctx.hosted is not None else None)
+        final = usage(self._usage, server_tools=usage_counts(self._tool_calls) if self.ctx.hosted is not None else None)
         if not isinstance(self._usage, dict):
             final["input_tokens"] = self._input_tokens
         final.pop("service_tier", None)
@@ -103,10 +104,10 @@ class MessagesStream:
     def feed(self, item: object) -> bytes:
         if isinstance(item, dict):
             return self._chunk(item)
-        if isinstance(item, SearchStarted):
-            return self._search_started(item.call)
-        if isinstance(item, SearchFinished):
-            return self._search_finished(item.call)
+        if isinstance(item, ToolStarted):
+            return self._tool_started(item.call)
+        if isinstance(item, ToolFinished):
+            return self._tool_finished(item.call)
         if isinstance(item, Keepalive):
             return PING
         return b""
@@ -138,7 +139,7 @@ class MessagesStream:
             out += self._close() + self._flush_calls()
         return out
 
-    def _search_started(self, call: SearchCall) -> bytes:
+    def _tool_started(self, call: ToolCall) -> bytes:
         if self.ctx.hosted is None:
             return b""
         block_id = server_tool_use_id(call.id)
@@ -146,18 +147,18 @@ class MessagesStream:
             return b""
         self._started_searches.add(block_id)
         out = self._close()
-        out += self._start({"type": "server_tool_use", "id": block_id, "name": "web_search", "input": {}})
+        out += self._start({"type": "server_tool_use", "id": block_id, "name": call.HOSTED.anthropic_name, "input": {}})
         out += self._delta({"type": "input_json_delta", "partial_json": ""})
-        query = json.dumps({"query": call.query}, ensure_ascii=False)
-        return out + self._delta({"type": "input_json_delta", "partial_json": query}) + self._close()
+        shown = json.dumps(call.shown_input(), ensure_ascii=False)
+        return out + self._delta({"type": "input_json_delta", "partial_json": shown}) + self._close()
 
-    def _search_finished(self, call: SearchCall) -> bytes:
+    def _tool_finished(self, call: ToolCall) -> bytes:
         self._hits.add(call)
         if self.ctx.hosted is None:
             return b""
-        out = self._search_started(call)  # a finish without a start still shows the call
-        self._searches += searches_run((call,))
-        out += self._close() + self._start(web_search_result_block(call))
+        out = self._tool_started(call)  # a finish without a start still shows the call
+        self._tool_calls.append(call)
+        out += self._close() + self._start(tool_result_block(call))
         return out + self._close()
 
     def _citations(self, annotations: list) -> bytes:

@@ -1,32 +1,27 @@
-"""Anthropic Messages response pieces shared by the JSON and SSE encoders (protocols.md 3.5, 9.5-9.8).
+"""Anthropic Messages response pieces shared by the JSON and SSE encoders (docs/claude-code.md).
 
-Search results travel as `web_search_result` blocks whose `encrypted_content` is our own opaque
-payload (base64 of {url, title, snippet}), so a replayed block can be turned back into text.
+Server tool calls show as `server_tool_use` + result blocks; what goes in them is each tool's own
+(hub/tools/base.py: `ToolCall.HOSTED`, `shown_input`, `hosted_content`).
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import re
-import secrets
-import string
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from ..events import SearchCall
+from ...ids import random_alnum
 
-_ALNUM = string.ascii_letters + string.digits
+if TYPE_CHECKING:
+    from ...tools.base import ToolCall
+
 _ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 _TOOL_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 
 CITED_TEXT_MAX = 150
 THINKING_SIGNATURE = "c2VhcmNoaHViOnRoaW5raW5n"  # opaque; searchhub drops thinking blocks on replay
-WEB_SEARCH_ERROR_CODES = frozenset(
-    {"invalid_tool_input", "unavailable", "max_uses_exceeded", "too_many_requests", "query_too_long",
-     "request_too_large"}
-)
+SERVER_TOOL_COUNTERS = ("web_search_requests", "web_fetch_requests")  # always present, in this order
 _STOP_REASONS = {
     "stop": "end_turn",
     "length": "max_tokens",
@@ -36,12 +31,8 @@ _STOP_REASONS = {
 }
 
 
-def _random(n: int) -> str:
-    return "".join(secrets.choice(_ALNUM) for _ in range(n))
-
-
 def message_id() -> str:
-    return "msg_01" + _random(22)
+    return "msg_01" + random_alnum(22)
 
 
 def tool_use_id(chat_id: object) -> str:
@@ -49,14 +40,14 @@ def tool_use_id(chat_id: object) -> str:
     must survive the round trip), otherwise a fresh toolu_ id."""
     if isinstance(chat_id, str) and _TOOL_ID.fullmatch(chat_id):
         return chat_id
-    return "toolu_01" + _random(22)
+    return "toolu_01" + random_alnum(22)
 
 
 def server_tool_use_id(call_id: str) -> str:
     """srvtoolu_ id derived from the search call's id, so start and result blocks agree."""
     if call_id.startswith("srvtoolu_"):
         return call_id
-    safe = _ID_SAFE.sub("", call_id) or _random(22)
+    safe = _ID_SAFE.sub("", call_id) or random_alnum(22)
     return "srvtoolu_" + safe
 
 
@@ -68,9 +59,9 @@ def stop_reason(finish_reason: object, *, has_tool_use: bool = False) -> str:
     return "end_turn"
 
 
-def usage(chat_usage: object, *, searches: int | None = None) -> dict:
-    """Chat usage -> Anthropic usage (protocols.md 9.6); searches counted when the client offered
-    the server tool."""
+def usage(chat_usage: object, *, server_tools: dict[str, int] | None = None) -> dict:
+    """Chat usage -> Anthropic usage (docs/claude-code.md); `server_tool_use` counted when the client
+    offered a server tool."""
     u = chat_usage if isinstance(chat_usage, dict) else {}
     prompt = _int(u.get("prompt_tokens"))
     details = u.get("prompt_tokens_details")
@@ -83,8 +74,8 @@ def usage(chat_usage: object, *, searches: int | None = None) -> dict:
         "output_tokens": _int(u.get("completion_tokens")),
         "service_tier": "standard",
     }
-    if searches is not None:
-        out["server_tool_use"] = {"web_search_requests": searches, "web_fetch_requests": 0}
+    if server_tools is not None:
+        out["server_tool_use"] = server_tools
     return out
 
 
@@ -92,68 +83,28 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-# --- search blocks ------------------------------------------------------------------------------
+# --- server tool blocks ------------------------------------------------------------------------
 
 
-def searches_run(calls: Iterable[SearchCall]) -> int:
-    """web_search_requests: the searches that ran (a call refused for max_uses never did)."""
-    return sum(1 for call in calls if getattr(call.result, "error_code", None) != "max_uses_exceeded")
+def usage_counts(calls: Iterable[ToolCall]) -> dict[str, int]:
+    """`usage.server_tool_use`: the calls that ran, by each tool's counter (a refused call never ran)."""
+    counts = dict.fromkeys(SERVER_TOOL_COUNTERS, 0)
+    for call in calls:
+        if call.ran:
+            key = call.HOSTED.usage_key
+            counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
-def encode_hit(url: str, title: str, snippet: str) -> str:
-    raw = json.dumps({"url": url, "title": title, "snippet": snippet}, ensure_ascii=False)
-    return base64.b64encode(raw.encode()).decode()
+def server_tool_use_block(call: ToolCall) -> dict:
+    return {"type": "server_tool_use", "id": server_tool_use_id(call.id), "name": call.HOSTED.anthropic_name,
+            "input": call.shown_input()}
 
 
-def decode_hit(encrypted_content: object) -> dict | None:
-    """Our own encrypted_content back to {url, title, snippet}; None for anyone else's."""
-    if not isinstance(encrypted_content, str) or not encrypted_content:
-        return None
-    try:
-        value = json.loads(base64.b64decode(encrypted_content, validate=True))
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def server_tool_use_block(call: SearchCall) -> dict:
-    return {"type": "server_tool_use", "id": server_tool_use_id(call.id), "name": "web_search",
-            "input": {"query": call.query}}
-
-
-def web_search_result_block(call: SearchCall) -> dict:
-    """The complete `web_search_tool_result` block: the hits, or the error object."""
-    return {"type": "web_search_tool_result", "tool_use_id": server_tool_use_id(call.id),
-            "content": search_content(call)}
-
-
-def search_content(call: SearchCall) -> list[dict] | dict:
-    result = call.result
-    if result is None or not getattr(result, "ok", False):
-        return {"type": "web_search_tool_result_error", "error_code": error_code(result)}
-    out = []
-    for hit in getattr(result, "hits", ()) or ():
-        url = getattr(hit, "url", None)
-        if not isinstance(url, str) or not url:
-            continue
-        title = getattr(hit, "title", None) or url
-        snippet = getattr(hit, "snippet", None) or ""
-        published = getattr(hit, "published", None)
-        out.append({
-            "type": "web_search_result",
-            "url": url,
-            "title": title,
-            "encrypted_content": encode_hit(url, title, snippet),
-            "page_age": published if isinstance(published, str) and published else None,
-        })
-    return out
-
-
-def error_code(result: object) -> str:
-    code = getattr(result, "error_code", None)
-    if code == "invalid_input":
-        return "invalid_tool_input"
-    return code if code in WEB_SEARCH_ERROR_CODES else "unavailable"
+def tool_result_block(call: ToolCall) -> dict:
+    """The complete result block (`web_search_tool_result`, …): the call's content or its error object."""
+    return {"type": call.HOSTED.anthropic_result, "tool_use_id": server_tool_use_id(call.id),
+            "content": call.hosted_content()}
 
 
 class HitIndex:
@@ -161,16 +112,15 @@ class HitIndex:
 
     __slots__ = ("_hits",)
 
-    def __init__(self, calls: Iterable[SearchCall] = ()) -> None:
+    def __init__(self, calls: Iterable[ToolCall] = ()) -> None:
         self._hits: dict[str, tuple[str | None, str]] = {}
         for call in calls:
             self.add(call)
 
-    def add(self, call: SearchCall) -> None:
-        for hit in getattr(call.result, "hits", ()) or ():
-            url = getattr(hit, "url", None)
-            if isinstance(url, str) and url and url not in self._hits:
-                self._hits[url] = (getattr(hit, "title", None), getattr(hit, "snippet", None) or "")
+    def add(self, call: ToolCall) -> None:
+        for url, title, snippet in call.pages():
+            if url not in self._hits:
+                self._hits[url] = (title, snippet)
 
     def citation(self, url: str, title: object, span: str) -> dict:
         """A `web_search_result_location` citation; cited_text is the supporting snippet."""

@@ -1,4 +1,4 @@
-"""The internal chat result -> a Responses API Response object (protocols.md 2.5, 9.5-9.8).
+"""The internal chat result -> a Responses API Response object (docs/responses.md).
 
 The item builders here are shared with the stream encoder, so a streamed response and a JSON one
 have the same shape.
@@ -6,22 +6,16 @@ have the same shape.
 
 from __future__ import annotations
 
-import secrets
-import string
 import time
 from typing import Any
 
-from ..events import Outcome, SearchCall
-from .responses_request import ResponsesContext
-from .responses_tools import custom_input
+from ...events import Outcome
+from ...ids import new_id
+from ...tools.base import ToolCall
+from .request import ResponsesContext
+from .tools import custom_input
 
-_ALNUM = string.ascii_letters + string.digits
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
-
-
-def new_id(prefix: str) -> str:
-    """An id in OpenAI's style: prefix + "_" + 24 random alphanumerics (resp, msg, fc, ws, rs, ctc)."""
-    return prefix + "_" + "".join(secrets.choice(_ALNUM) for _ in range(24))
 
 
 def response_object(
@@ -113,15 +107,11 @@ def annotation(chat_annotation: Any, shift: int = 0, limit: int | None = None) -
             "title": title if isinstance(title, str) else url}
 
 
-def web_search_item(item_id: str, call: SearchCall, *, done: bool = True) -> dict:
-    """A web_search_call item; a failed search is still `completed`, with no sources (protocols.md 9.8)."""
-    if not done:
-        return {"type": "web_search_call", "id": item_id, "status": "in_progress",
-                "action": {"type": "search", "query": call.query}}
-    result = call.result
-    sources = [{"type": "url", "url": h.url} for h in result.hits if h.url] if result is not None and result.ok else []
-    return {"type": "web_search_call", "id": item_id, "status": "completed",
-            "action": {"type": "search", "query": call.query, "sources": sources}}
+def web_search_item(item_id: str, call: ToolCall, *, done: bool = True) -> dict:
+    """A `web_search_call` item for a server tool call; its action says what the call did (a search,
+    a page opened). A failed call is still `completed` (docs/responses.md)."""
+    return {"type": "web_search_call", "id": item_id, "status": "completed" if done else "in_progress",
+            "action": call.action(done=done)}
 
 
 def reasoning_item(item_id: str, text: str | None) -> dict:
@@ -167,7 +157,7 @@ def from_chat(outcome: Outcome, ctx: ResponsesContext, *, response_id: str | Non
     message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     output: list[dict] = []
     if ctx.hosted is not None:
-        output.extend(web_search_item(new_id("ws"), call) for call in outcome.searches)
+        output.extend(web_search_item(new_id("ws"), call) for call in outcome.calls)
     reasoning = message.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:
         output.append(reasoning_item(new_id("rs"), reasoning))

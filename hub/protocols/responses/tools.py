@@ -13,8 +13,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BadRequest
-from ..events import HostedSearch
+from ...coerce import str_or_empty, str_or_none
+from ...errors import BadRequest
+from ...events import HostedSearch
 
 HOSTED_SEARCH_TOOLS = frozenset(
     {"web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"}
@@ -32,14 +33,6 @@ class ToolRef:
     kind: str  # "function" | "custom"
     name: str
     namespace: str | None = None
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _text_of(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 @dataclass(slots=True)
@@ -61,7 +54,7 @@ class ToolSet:
     def add(self, tool: Any, path: str, namespace: str | None = None) -> None:
         if not isinstance(tool, dict):
             raise BadRequest(f"{path} must be a tool object", param=path)
-        kind = _str(tool.get("type"))
+        kind = str_or_none(tool.get("type"))
         if kind == "function" and isinstance(tool.get("function"), dict):
             tool = {**tool["function"], "type": "function"}  # the chat shape, accepted as well
             path = f"{path}.function"
@@ -112,7 +105,7 @@ def flat_name(namespace: str, name: str) -> str:
 
 def _chat_function(chat_name: str, e: _Entry) -> dict:
     spec = e.spec
-    description = _text_of(spec.get("description"))
+    description = str_or_empty(spec.get("description"))
     if e.kind == "custom":
         fmt = spec.get("format")
         if isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
@@ -149,7 +142,7 @@ def hosted_search(tool: dict, max_tool_calls: int | None) -> HostedSearch:
     location = tool.get("user_location")
     if isinstance(location, dict):
         location = {k: location[k] for k in _LOCATION_KEYS if isinstance(location.get(k), str) and location[k]}
-    size = _str(tool.get("search_context_size"))
+    size = str_or_none(tool.get("search_context_size"))
     return HostedSearch(
         allowed_domains=tuple(d for d in allowed if isinstance(d, str)) if isinstance(allowed, list) else (),
         blocked_domains=tuple(d for d in blocked if isinstance(d, str)) if isinstance(blocked, list) else (),
@@ -177,7 +170,7 @@ def translate_tool_choice(choice: Any, refs: dict[str, ToolRef], dropped: list[s
         return choice, None
     if not isinstance(choice, dict):
         raise BadRequest("'tool_choice' must be a string or an object", param="tool_choice")
-    kind = _str(choice.get("type"))
+    kind = str_or_none(choice.get("type"))
     if kind in ("function", "custom"):
         name = choice.get("name")
         if not isinstance(name, str) and isinstance(choice.get(kind), dict):
@@ -201,7 +194,7 @@ def translate_tool_choice(choice: Any, refs: dict[str, ToolRef], dropped: list[s
         for t in listed:
             if not isinstance(t, dict):
                 continue
-            listed_kind = _str(t.get("type"))
+            listed_kind = str_or_none(t.get("type"))
             if listed_kind in HOSTED_SEARCH_TOOLS:
                 search = True
             elif listed_kind in ("function", "custom") and isinstance(t.get("name"), str):

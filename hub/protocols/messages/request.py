@@ -13,9 +13,9 @@ from typing import Any
 
 import msgspec
 
-from ..errors import BadRequest
-from ..events import HostedSearch
-from .messages_content import bad_request, chat_messages, loaded_tools, string
+from ...errors import BadRequest
+from ...events import HostedSearch
+from .content import DEFAULT_REPLAYS, Replays, bad_request, chat_messages, loaded_tools, string
 
 _LOCATION_KEYS = ("city", "region", "country", "timezone")
 _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
@@ -211,8 +211,9 @@ def _session(metadata: object) -> str | None:
     return session if isinstance(session, str) and session else None
 
 
-def to_chat(req: object) -> tuple[dict, MessagesContext]:
-    """A Messages request body -> (chat request body, context for the response encoders)."""
+def to_chat(req: object, replays: Replays = DEFAULT_REPLAYS) -> tuple[dict, MessagesContext]:
+    """A Messages request body -> (chat request body, context for the response encoders); `replays`:
+    the server tools whose replayed blocks become tool rounds (hub/tools/registry.py)."""
     if not isinstance(req, dict):
         raise BadRequest("request body must be a JSON object")
     model = string(req, "model", "", required=True)
@@ -226,7 +227,7 @@ def to_chat(req: object) -> tuple[dict, MessagesContext]:
     raw_messages = req.get("messages")
     loaded = loaded_tools(raw_messages if isinstance(raw_messages, list) else [])
     tools, ctx.hosted = _tools(req.get("tools"), loaded)
-    body: dict[str, Any] = {"model": model, "messages": chat_messages(req.get("system"), raw_messages)}
+    body: dict[str, Any] = {"model": model, "messages": chat_messages(req.get("system"), raw_messages, replays)}
     if tools:
         body["tools"] = tools
     _tool_choice(req.get("tool_choice"), body)

@@ -5,10 +5,10 @@ pipeline's stream items as Anthropic SSE. The pieces live in messages_request / 
 _stream / _blocks.
 """
 
-from .messages_blocks import usage
-from .messages_request import MessagesContext, estimate_input_tokens, to_chat
-from .messages_response import from_chat
-from .messages_stream import MessagesStream, error_event, sse
+from .blocks import usage
+from .request import MessagesContext, estimate_input_tokens, to_chat
+from .response import from_chat
+from .stream import MessagesStream, error_event, sse
 
 __all__ = [
     "MessagesContext", "MessagesStream", "error_event", "estimate_input_tokens", "from_chat", "sse", "to_chat", "usage",

@@ -10,8 +10,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import BadRequest
-from .responses_tools import CUSTOM_INPUT, ToolRef, chat_name_for
+from ...coerce import str_or_empty, str_or_none
+from ...errors import BadRequest
+from .tools import CUSTOM_INPUT, ToolRef, chat_name_for
 
 # Items of the SDK's input union that a chat backend has no use for: dropped, never rejected.
 _DROPPED_ITEMS = {
@@ -42,14 +43,6 @@ _DROPPED_ITEMS = {
 }
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _text_of(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 class Conversation:
@@ -115,7 +108,7 @@ class Conversation:
             self.pending_images = []
 
     def _message(self, item: dict, path: str) -> None:
-        role = _str(item.get("role"))
+        role = str_or_none(item.get("role"))
         if role not in _ROLES:
             raise BadRequest(f"{path}.role must be one of 'user', 'assistant', 'system', 'developer'",
                              param=f"{path}.role")
@@ -191,7 +184,7 @@ def _typed_parts(parts: list, path: str) -> Iterator[tuple[dict, str, str | None
         ppath = f"{path}[{j}]"
         if not isinstance(part, dict):
             raise BadRequest(f"{ppath} must be an object", param=ppath)
-        yield part, ppath, _str(part.get("type"))
+        yield part, ppath, str_or_none(part.get("type"))
 
 
 def _bad_type(path: str, kind: Any, problem: str) -> BadRequest:
@@ -257,7 +250,7 @@ def _plain_text(content: Any, path: str) -> str:
         if kind in _TEXT_PARTS:
             texts.append(_part_text(part, ppath))
         elif kind == "refusal":
-            texts.append(_text_of(part.get("refusal")))
+            texts.append(str_or_empty(part.get("refusal")))
         else:
             raise _bad_type(ppath, kind, "is not allowed here (text only)")
     return "\n".join(texts)

@@ -1,0 +1,96 @@
+"""Commercial pass-through: a request already in a provider's own protocol (Anthropic Messages for an
+`anthropic` provider, OpenAI Responses for an `openai` one) goes to it untouched, so the provider runs
+its own server tools. Failover and the concurrency gate are the dispatcher's, as for chat; a stream
+keeps its gate slot until it ends and gives it back through the dispatcher."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+
+import httpx
+
+from ..config import Target
+from ..dispatch import Dispatcher
+from ..router import Resolution
+from .http import UpstreamError, open_sse, post_json
+
+log = logging.getLogger("searchhub.passthrough")
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """One pass-through request: the protocol's path (below the provider's base URL, without /v1
+    for Anthropic), its query string and the client headers the provider needs to see."""
+
+    path: str
+    stream: bool = False
+    query: str = ""
+    client_headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def anthropic_url(target: Target, fwd: Forward) -> str:
+    base = target.provider.base_url
+    if base.endswith("/v1"):
+        base = base[:-3]
+    return base + fwd.path + (f"?{fwd.query}" if fwd.query else "")
+
+
+def anthropic_headers(target: Target, fwd: Forward) -> dict[str, str]:
+    provider = target.provider
+    headers = {"content-type": "application/json",
+               "anthropic-version": fwd.client_headers.get("anthropic-version") or ANTHROPIC_VERSION,
+               "accept": "text/event-stream" if fwd.stream else "application/json"}
+    if beta := fwd.client_headers.get("anthropic-beta"):
+        headers["anthropic-beta"] = beta
+    if provider.api_key:
+        headers["x-api-key"] = provider.api_key
+    headers.update(provider.headers)
+    return headers
+
+
+def openai_url(target: Target, fwd: Forward) -> str:
+    return target.provider.base_url + fwd.path + (f"?{fwd.query}" if fwd.query else "")
+
+
+def openai_headers(target: Target, fwd: Forward) -> dict[str, str]:
+    provider = target.provider
+    headers = {"content-type": "application/json", "accept": "text/event-stream" if fwd.stream else "application/json"}
+    if provider.api_key:
+        headers["authorization"] = f"Bearer {provider.api_key}"
+    headers.update(provider.headers)
+    return headers
+
+
+_PROTOCOLS = {"anthropic": (anthropic_url, anthropic_headers), "openai": (openai_url, openai_headers)}
+
+
+async def forward(client: httpx.AsyncClient, dispatcher: Dispatcher, resolution: Resolution, body: dict,
+                  fwd: Forward) -> dict | AsyncIterator[bytes]:
+    """The provider's JSON answer, or its raw SSE bytes. A stream that breaks raises UpstreamError."""
+    url_for, headers_for = _PROTOCOLS[resolution.candidates[0].provider.type]
+
+    async def call(target: Target):
+        out = {**body, "model": target.model}
+        url, headers = url_for(target, fwd), headers_for(target, fwd)
+        if fwd.stream:
+            return await open_sse(client, target.provider, url, out, headers)
+        return await post_json(client, target.provider, url, out, headers)
+
+    result, target = await dispatcher.run(resolution.route, resolution.candidates, call, hold=fwd.stream)
+    if not fwd.stream:
+        return result
+    return dispatcher.held(_raw(result), target)
+
+
+async def _raw(resp: httpx.Response) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in resp.aiter_raw():
+            yield chunk
+    except httpx.HTTPError as e:
+        log.warning("pass-through stream broke: %s", type(e).__name__)
+        raise UpstreamError("the upstream stream broke", status=502, retryable=False) from None
+    finally:
+        await resp.aclose()

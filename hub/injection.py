@@ -1,0 +1,105 @@
+"""Whether a request gets the server tools: a pure function of the config, the target that will
+serve it, the request and the chain's sticky state. Tests call `decide` directly.
+
+Order: only self-hosted backends (or those opted in with `webSearch.perBackend`), or any backend
+when the client offered a hosted search tool; a request override (`web_search: false`) turns it off;
+a forced or hosted search, or the client's own tool of the same name, turns it on; a client search
+tool under another name (e.g. `WebSearch`) is left alone; otherwise the policy: `always`, `never`,
+`auto` (the request opted in), `selective` (opted in, the chain already searched, or the latest user
+text has web-search intent, hub/intent.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .chain import ChainState
+from .config import Limits, Provider, WebSearchConfig
+from .events import HostedSearch
+from .intent import Intent, classify, latest_user_text
+
+_CLIENT_SEARCH_TOOL = re.compile(r"search", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What the decision reads from one request."""
+
+    messages: list[dict]  # after the chain's splice
+    tools: list  # the client's tools
+    opted_in: bool = False  # enable_web_search / web_search_options
+    force: bool | None = None  # True/False: client override; None: policy decides
+    hosted: HostedSearch | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    inject: bool
+    google: bool = False  # Google-preferred intent (this request or the chain)
+    intent: Intent | None = None  # when the latest user text was classified
+    client_has_tool: bool = False  # the client offers a tool named like ours: serviced, not injected
+    by_intent: bool = False  # the intent classification decided (counted in the intent metrics)
+
+
+def tool_name(tool: object) -> str | None:
+    """The name of a chat tool (or a tool_choice naming one)."""
+    if not isinstance(tool, dict):
+        return None
+    fn = tool.get("function")
+    if isinstance(fn, dict):
+        return fn.get("name")
+    return tool.get("name")
+
+
+def request_of(body: dict, messages: list[dict], *, force: bool | None, hosted: HostedSearch | None) -> Request:
+    opted_in = body.get("enable_web_search") is True or isinstance(body.get("web_search_options"), dict)
+    return Request(messages, body.get("tools") or [], opted_in, force, hosted)
+
+
+def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: HostedSearch | None, force: bool | None) -> bool:
+    """Could this request get the tools at all (before looking at its messages)?"""
+    if force is False or not ws.engines:
+        return False
+    if hosted is not None:
+        return True
+    limits = ws.limits_for(provider.id)
+    return limits.enabled and (provider.self_hosted or provider.id in ws.per_backend)
+
+
+def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: ChainState | None = None) -> Decision:
+    if not eligible(ws, provider, hosted=request.hosted, force=request.force):
+        return Decision(False)
+    names = [tool_name(t) for t in request.tools]
+    client_has_tool = ws.tool_name in names
+    client_search = any(n and n != ws.tool_name and _CLIENT_SEARCH_TOOL.search(n) for n in names)
+    limits: Limits = ws.limits_for(provider.id)
+    intent = None
+    by_intent = False
+    if request.hosted is not None or request.force or client_has_tool:
+        inject = True
+    elif client_search:
+        inject = False  # the client runs its own search tool; stay out of its way
+    elif limits.inject_policy == "always":
+        inject = True
+    elif limits.inject_policy == "never":
+        inject = False
+    elif limits.inject_policy == "auto":
+        inject = request.opted_in
+    else:  # selective
+        inject = request.opted_in or bool(state and state.sticky)
+        if not inject:
+            intent = _classify(request.messages)
+            by_intent = intent is not None
+            inject = bool(intent and intent.search)
+    if not inject:
+        return Decision(False, intent=intent, by_intent=by_intent)
+    if intent is None:
+        intent = _classify(request.messages)
+    google = bool((intent and intent.google) or (state and state.google))
+    return Decision(True, google, intent, client_has_tool, by_intent)
+
+
+def _classify(messages: list[dict]) -> Intent | None:
+    text = latest_user_text(messages)
+    return classify(text) if text else None

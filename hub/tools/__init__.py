@@ -1,0 +1,9 @@
+"""Server tools: tools the gateway runs itself (web_search, …), one module each behind one interface
+(hub/tools/base.py), built per config by hub/tools/registry.py."""
+
+from .arguments import ArgumentError, parse_arguments
+from .base import Hosted, Rendered, ServerTool, ToolCall, ToolRequest
+from .registry import Parts, ServerTools, build
+
+__all__ = ["ArgumentError", "Hosted", "Parts", "Rendered", "ServerTool", "ServerTools", "ToolCall", "ToolRequest", "build",
+           "parse_arguments"]

@@ -1,0 +1,115 @@
+"""The server-tool interface: a tool the gateway runs itself, between two model rounds.
+
+A server tool is one module in this package and one line in `registry.py`. It has
+
+- a `name` (the chat function name the model calls; configurable, e.g. `webSearch.toolName`) and a
+  `schema(request)`: the chat function tool offered to the model, built at config load;
+- `call(call_id, raw_arguments, request)`: the model's arguments parsed and repaired into a
+  `ToolCall`, or `ArgumentError` whose message is written for the model to read and retry;
+- `run(call, request)`: the execution; it sets `call.result` and never raises for a failure
+  (failures are values: an error result the model and the client see);
+- `render(call, first_n)`: the ONE rendering of the outcome into the text the model receives, with
+  the sources it numbers from `first_n`; result-size caps are measured on this text;
+- `replay(shown_input, content)`: a hosted result block a client sends back (Anthropic history)
+  turned into the chat call arguments and the tool text the model would have seen.
+
+Its `ToolCall` subclass is what the encoders show (`ToolStarted` / `ToolFinished` in
+`hub/events.py` carry it) and says how the call maps to each protocol's hosted shape (`Hosted`):
+the Responses `web_search_call` action, the Anthropic `server_tool_use` name and result block, and
+the `usage.server_tool_use` counter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from ..citations import Source
+from ..events import HostedSearch
+
+
+@dataclass(frozen=True, slots=True)
+class Hosted:
+    """How a tool's calls show where a protocol has hosted (provider-run) tools."""
+
+    action: str  # Responses `web_search_call` action type: "search" ("open_page" for a fetch tool)
+    anthropic_name: str  # Anthropic `server_tool_use` name: "web_search" ("web_fetch")
+    anthropic_result: str  # Anthropic result block type: "web_search_tool_result" ("web_fetch_tool_result")
+    usage_key: str  # Anthropic `usage.server_tool_use` counter: "web_search_requests" ("web_fetch_requests")
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One server-side call. `id` is stable for the life of the call (the model's tool-call id);
+    subclasses add the repaired arguments and a `result` (None while running)."""
+
+    id: str
+    HOSTED: ClassVar[Hosted]
+
+    @property
+    def ok(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def key(self) -> str:
+        """Equal for calls that would do the same thing (the repeated-call guard)."""
+        raise NotImplementedError
+
+    @property
+    def label(self) -> str:
+        """What the call did, for the model: "searched for 'rust'"."""
+        raise NotImplementedError
+
+    @property
+    def ran(self) -> bool:
+        """Counts as a request in usage (a call refused by a guard never ran)."""
+        return True
+
+    def shown_input(self) -> dict:
+        """The call's input as clients see it: `server_tool_use.input`."""
+        raise NotImplementedError
+
+    def action(self, *, done: bool) -> dict:
+        """The Responses `web_search_call.action` for this call."""
+        raise NotImplementedError
+
+    def hosted_content(self) -> list[dict] | dict:
+        """The content of the Anthropic result block (`HOSTED.anthropic_result`)."""
+        raise NotImplementedError
+
+    def pages(self) -> Iterable[tuple[str, str | None, str]]:
+        """(url, title, snippet) of what the call brought back, for citations."""
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRequest:
+    """What one request says about its server tools (decided by the pipeline's plan)."""
+
+    hosted: HostedSearch | None = None  # the client offered a provider-hosted tool
+    google: bool = False  # Google-preferred intent
+    count_hint: int | None = None  # results wanted when the call names no count (hosted context size)
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    text: str  # exactly what the model receives
+    sources: list[Source]  # numbered sources in it, for [n] citations
+
+
+class ServerTool(Protocol):
+    name: str
+    call_type: type[ToolCall]
+
+    def schema(self, request: ToolRequest) -> dict: ...
+
+    def call(self, call_id: str, raw_arguments: Any, request: ToolRequest) -> ToolCall: ...
+
+    async def run(self, call: Any, request: ToolRequest) -> None: ...
+
+    def refuse(self, call: Any, code: str, message: str) -> None: ...
+
+    def render(self, call: Any, first_n: int) -> Rendered: ...
+
+    def replay(self, shown_input: dict, content: Any) -> tuple[dict, str]: ...
