@@ -119,9 +119,21 @@ class WebSearchConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class WebFetchConfig:
-    """The webFetch section: the fetcher's safety policy and limits (hub/fetcher/)."""
+class FetchOffer:
+    """When the web_fetch tool is offered to a backend's models, and how often one turn may call it."""
 
+    enabled: bool = True
+    inject_policy: str = "always"  # always: beside every web_search; hosted: only when a client's hosted tool asks
+    max_fetches_per_turn: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class WebFetchConfig:
+    """The webFetch section: the tool's offer (per backend) and the fetcher's safety policy and limits
+    (hub/fetcher/)."""
+
+    offer: FetchOffer = FetchOffer()
+    per_backend: dict[str, FetchOffer] = field(default_factory=dict)
     allow_private: bool = False
     allow_hosts: tuple[str, ...] = ()
     allow_ports: tuple[int, ...] = (80, 443)
@@ -134,6 +146,14 @@ class WebFetchConfig:
     connect_timeout_s: float = 5.0
     max_redirects: int = 5
     cache_ttl_s: float = 900.0
+
+    @property
+    def enabled(self) -> bool:
+        """Offered to some backend at all (else the tool is not built)."""
+        return self.offer.enabled or any(o.enabled for o in self.per_backend.values())
+
+    def offer_for(self, provider_id: str) -> FetchOffer:
+        return self.per_backend.get(provider_id, self.offer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,7 +405,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
     )
 
     web_search = _build_web_search(raw.get("webSearch", {}), providers, routes, errors)
-    web_fetch = _build_web_fetch(raw.get("webFetch", {}), errors)
+    web_fetch = _build_web_fetch(raw.get("webFetch", {}), providers, errors)
 
     aliases = raw.get("modelAliases", {})
     state = dict(raw.get("state", {"backend": "memory"}))
@@ -502,8 +522,24 @@ def _build_web_search(
     )
 
 
-def _build_web_fetch(wf: dict, errors: list[str]) -> WebFetchConfig:
+def _fetch_offer(d: dict, base: FetchOffer) -> FetchOffer:
+    return FetchOffer(
+        enabled=d.get("enabled", base.enabled),
+        inject_policy=d.get("injectPolicy", base.inject_policy),
+        max_fetches_per_turn=d.get("maxFetchesPerTurn", base.max_fetches_per_turn),
+    )
+
+
+def _build_web_fetch(wf: dict, providers: dict[str, Provider], errors: list[str]) -> WebFetchConfig:
     import ipaddress
+
+    offer = _fetch_offer(wf, FetchOffer())
+    per_backend = {}
+    for pid, override in wf.get("perBackend", {}).items():
+        if pid not in providers:
+            errors.append(f"webFetch.perBackend.{pid}: unknown provider '{pid}'")
+            continue
+        per_backend[pid] = _fetch_offer(override, offer)
 
     for i, entry in enumerate(wf.get("allowHosts", [])):
         e = entry.strip().strip("[]")
@@ -513,6 +549,8 @@ def _build_web_fetch(wf: dict, errors: list[str]) -> WebFetchConfig:
             except ValueError:
                 errors.append(f"webFetch.allowHosts[{i}]: '{entry}' is neither a host name nor a CIDR network")
     return WebFetchConfig(
+        offer=offer,
+        per_backend=per_backend,
         allow_private=wf.get("allowPrivate", False),
         allow_hosts=tuple(wf.get("allowHosts", ())),
         allow_ports=tuple(wf.get("allowPorts", (80, 443))),

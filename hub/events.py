@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .tools.base import ToolCall
+    from .tools.base import HostedFetch, ToolCall
 
 
 @dataclass(slots=True)
@@ -59,6 +59,7 @@ class Options:
 
     force_search: bool | None = None  # True/False: client override; None: policy decides
     hosted: HostedSearch | None = None
+    hosted_fetch: HostedFetch | None = None  # the client offered a hosted fetch (Anthropic web_fetch)
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)
     client_key: str = ""  # identifies the caller for chain hashing (never logged)
     frames: bool = False  # the encoder takes pre-framed chat SSE (`Frames`) for a plain relay

@@ -2,8 +2,8 @@
 serve it, the request and the chain's sticky state. Tests call `decide` directly.
 
 Order: only self-hosted backends (or those opted in with `webSearch.perBackend`), or any backend
-when the client offered a hosted search tool; a request override (`web_search: false`) turns it off;
-a forced or hosted search, or the client's own tool of the same name, turns it on; a client search
+when the client offered a hosted search or fetch tool; a request override (`web_search: false`) turns it off;
+a forced or hosted search, a hosted fetch, or the client's own tool of the same name, turns it on; a client search
 tool under another name (e.g. `WebSearch`) is left alone; otherwise the policy: `always`, `never`,
 `auto` (the request opted in), `selective` (opted in, the chain already searched, or the latest user
 text has web-search intent, hub/intent.py).
@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .chain import ChainState
 from .config import Limits, Provider, WebSearchConfig
 from .events import HostedSearch
 from .intent import Intent, classify, latest_user_text
+
+if TYPE_CHECKING:
+    from .tools.base import HostedFetch
 
 _CLIENT_SEARCH_TOOL = re.compile(r"search", re.I)
 
@@ -31,6 +35,7 @@ class Request:
     opted_in: bool = False  # enable_web_search / web_search_options
     force: bool | None = None  # True/False: client override; None: policy decides
     hosted: HostedSearch | None = None
+    hosted_fetch: HostedFetch | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +57,20 @@ def tool_name(tool: object) -> str | None:
     return tool.get("name")
 
 
-def request_of(body: dict, messages: list[dict], *, force: bool | None, hosted: HostedSearch | None) -> Request:
+def request_of(body: dict, messages: list[dict], *, force: bool | None, hosted: HostedSearch | None,
+               hosted_fetch: HostedFetch | None = None) -> Request:
     opted_in = body.get("enable_web_search") is True or isinstance(body.get("web_search_options"), dict)
-    return Request(messages, body.get("tools") or [], opted_in, force, hosted)
+    return Request(messages, body.get("tools") or [], opted_in, force, hosted, hosted_fetch)
 
 
-def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: HostedSearch | None, force: bool | None) -> bool:
+def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: HostedSearch | None, force: bool | None,
+             hosted_fetch: HostedFetch | None = None) -> bool:
     """Could this request get the tools at all (before looking at its messages)?"""
-    if force is False or not ws.engines:
+    if force is False:
+        return False
+    if hosted_fetch is not None:
+        return True  # a fetch needs no search engine
+    if not ws.engines:
         return False
     if hosted is not None:
         return True
@@ -68,7 +79,7 @@ def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: HostedSearch | 
 
 
 def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: ChainState | None = None) -> Decision:
-    if not eligible(ws, provider, hosted=request.hosted, force=request.force):
+    if not eligible(ws, provider, hosted=request.hosted, force=request.force, hosted_fetch=request.hosted_fetch):
         return Decision(False)
     names = [tool_name(t) for t in request.tools]
     client_has_tool = ws.tool_name in names
@@ -76,7 +87,7 @@ def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: Cha
     limits: Limits = ws.limits_for(provider.id)
     intent = None
     by_intent = False
-    if request.hosted is not None or request.force or client_has_tool:
+    if request.hosted is not None or request.hosted_fetch is not None or request.force or client_has_tool:
         inject = True
     elif client_search:
         inject = False  # the client runs its own search tool; stay out of its way

@@ -26,7 +26,7 @@ from .loop import LoopState, run_round
 from .relay import relay_chunks, relay_sse
 from .router import Router
 from .store import Store
-from .tools import ServerTools, ToolRequest
+from .tools import ServerTools, ToolRequest, Transcript
 from .tools.keepalive import with_keepalive
 
 log = logging.getLogger("searchhub.pipeline")
@@ -173,7 +173,7 @@ class Pipeline:
         if opts.hosted is not None and not ws.engines:
             log.warning("the client offered hosted web search, but no engine is configured "
                         "(webSearch.engines): answering without search")
-        if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search):
+        if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search, hosted_fetch=opts.hosted_fetch):
             return plan
 
         state = None
@@ -184,25 +184,29 @@ class Pipeline:
                 messages = splice(messages, state)
                 plan.prior = tuple(s for h in state.hidden for r in h.results
                                    for s in sources_from_content(r.get("content") or ""))
-        decision = decide(ws, provider, request_of(body, messages, force=opts.force_search, hosted=opts.hosted),
-                          state)
+        decision = decide(ws, provider, request_of(body, messages, force=opts.force_search, hosted=opts.hosted,
+                                                   hosted_fetch=opts.hosted_fetch), state)
         if decision.by_intent and decision.intent is not None:
             intent = decision.intent
             metrics.INTENT_DECISIONS.labels(intent.language or "none", intent.rule or "none",
                                             "search" if intent.search else "no").inc()
-        plan.body = self._inject(plan, body, messages, decision, opts) if decision.inject else (
+        plan.body = self._inject(plan, body, messages, decision, opts, provider.id) if decision.inject else (
             body if messages is body["messages"] else {**body, "messages": messages})
         if decision.inject:
             metrics.WEB_SEARCH_INJECTIONS.labels(provider.type).inc()
         return plan
 
-    def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options) -> dict:
-        """The request with our tools added (those the client does not offer itself)."""
+    def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options,
+                provider: str) -> dict:
+        """The request with our tools added (those offered to this request that the client does not
+        offer itself)."""
         count = _CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
-        plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, count_hint=count)
-        plan.served = self.tools.names
+        plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, count_hint=count,
+                                   hosted_fetch=opts.hosted_fetch, provider=provider, transcript=Transcript(messages))
+        chosen = [t for t in self.tools if t.offered(plan.request)]
+        plan.served = frozenset(t.name for t in chosen)
         offered = {tool_name(t) for t in body.get("tools") or []}
-        added = [t.schema(plan.request) for t in self.tools if t.name not in offered]
+        added = [t.schema(plan.request) for t in chosen if t.name not in offered]
         new_body = {**body, "messages": messages}
         if added:
             new_body["tools"] = [*(body.get("tools") or []), *added]

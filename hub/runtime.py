@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from . import config as cfgmod
-from . import metrics, tools
+from . import fetcher, metrics, tools
 from .backends.http import make_client
 from .dispatch import Dispatcher, Gate
 from .pipeline import Pipeline
@@ -45,9 +45,20 @@ class Runtime:
         self.router = Router(config, shared.cooldowns)
         self.dispatcher = Dispatcher(shared.client, self.router, shared.gate)
         self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store)
-        self.tools = tools.build(tools.Parts(config, shared.client, self.search))
+        # the page fetcher keeps its own guarded connection pool (hub/fetcher/connect.py)
+        self.fetch = fetcher.build(config.web_fetch, shared.store) if config.web_fetch.enabled else None
+        self.tools = tools.build(tools.Parts(config, shared.client, self.search, self.fetch))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
+
+    async def aclose(self, delay_s: float = 0.0) -> None:
+        """Close what this config built for itself (the fetcher's connections), after `delay_s` so
+        requests still running on it finish first."""
+        if self.fetch is None:
+            return
+        if delay_s:
+            await asyncio.sleep(delay_s)
+        await self.fetch[0].aclose()
 
 
 class Gateway:
@@ -64,6 +75,7 @@ class Gateway:
         self._watch_task: asyncio.Task | None = None
         self._state_errors_seen = 0
         self._state_degraded = False
+        self._closing: set[asyncio.Task] = set()  # retired runtimes waiting to close
 
     def _file_stamp(self) -> tuple | None:
         try:
@@ -87,7 +99,10 @@ class Gateway:
     async def stop(self) -> None:
         if self._watch_task:
             self._watch_task.cancel()
+        for task in list(self._closing):
+            task.cancel()
         if self.runtime:
+            await self.runtime.aclose()
             await self.runtime.shared.client.aclose()
             await self.runtime.shared.store.close()
 
@@ -122,6 +137,15 @@ class Gateway:
             self._stamp = stamp
             self.reload()
 
+    def _retire(self, runtime: Runtime, grace_s: float) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # reloaded from outside the event loop (a test): nothing to schedule on
+            return
+        task = loop.create_task(runtime.aclose(grace_s))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
     def reload(self) -> bool:
         """Load the file again; swap it in if valid, else keep serving the previous config."""
         assert self.runtime is not None
@@ -141,7 +165,8 @@ class Gateway:
             metrics.CONFIG_RELOADS.labels("rejected").inc()
             log.exception("config reload failed, still serving the previous config")
             return False
-        self.runtime = runtime  # one reference assignment: atomic for every request that starts after it
+        retired, self.runtime = self.runtime, runtime  # one reference assignment: atomic for every request that starts after it
+        self._retire(retired, config.server.shutdown_grace_s)
         self.loaded_at = time.time()
         self.last_reload_error = None
         metrics.CONFIG_RELOADS.labels("ok").inc()

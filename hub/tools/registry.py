@@ -9,8 +9,10 @@ from dataclasses import dataclass
 import httpx
 
 from ..config import Config
+from ..fetcher import Fetcher, UrlPolicy
 from ..search.service import SearchService
 from .base import ServerTool
+from .web_fetch import WebFetch
 from .web_search import WebSearch
 
 
@@ -21,11 +23,13 @@ class Parts:
     config: Config
     client: httpx.AsyncClient
     search: SearchService
+    fetch: tuple[Fetcher, UrlPolicy] | None = None  # the fetcher and the operator's URL policy (webFetch)
 
 
 # kind -> how to build it (None: not configured)
 TOOLS: dict[str, Callable[[Parts], ServerTool | None]] = {
     "web_search": lambda parts: WebSearch(parts.config.web_search, parts.search),
+    "web_fetch": lambda parts: WebFetch(parts.config.web_fetch, *parts.fetch) if parts.fetch else None,
 }
 
 

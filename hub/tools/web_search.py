@@ -338,6 +338,13 @@ class WebSearch:
         # Google-preferred intent: calls that name no engine go to a Google-backed one
         self._google_hint = google[0].id if google and (default is None or not default.google) else None
 
+    def offered(self, request: ToolRequest) -> bool:
+        """Whenever the gateway injects its tools, unless the client's hosted tools leave search out."""
+        return request.hosted is not None or not request.client_hosted
+
+    def max_uses(self, request: ToolRequest) -> int | None:
+        return request.hosted.max_uses if request.hosted is not None else None
+
     def schema(self, request: ToolRequest) -> dict:
         return self._schemas[request.google]
 
@@ -368,7 +375,7 @@ class WebSearch:
     def refuse(self, call: SearchCall, code: str, message: str) -> None:
         call.result = failure(call.engine or "", call.query, message, code)
 
-    def render(self, call: SearchCall, first_n: int) -> Rendered:
+    def render(self, call: SearchCall, first_n: int, room: int | None = None) -> Rendered:
         if call.result is None:
             return Rendered(render.error_text("search failed"), [])
         text, sources = render.tool_text(call.result, first_n)
