@@ -158,13 +158,18 @@ class Pipeline:
             text = latest_user_text(messages)
             intent = classify(text) if text else None
         plan.google = bool((intent and intent.google) or (state and state.google))
+        baidu = bool(intent and intent.baidu) and ws.baidu_preference == "baidu"
+        if baidu:
+            plan.google = False
         plan.searching = True
         plan.ours = ws.tool_name
         new_body = {**body, "messages": messages}
         if not client_has_ours:
-            engines = rt.search.engines(google_only=plan.google)
+            engines = rt.search.engines(google_only=plan.google, baidu_only=baidu)
             engine_required = ws.default_engine is None and len(ws.engines) > 1
-            if plan.google and engines and (ws.default_engine is None or not ws.default_engine.google):
+            if baidu and engines and (ws.default_engine is None or not ws.default_engine.baidu):
+                plan.engine_hint = engines[0].id
+            elif plan.google and engines and (ws.default_engine is None or not ws.default_engine.google):
                 plan.engine_hint = engines[0].id
             tool = web_search_tool([(e.id, e.description) for e in engines],
                                    engine_required=engine_required, name=ws.tool_name)

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from .. import metrics
+from ..backends.proxy import ProxyPolicy
 from ..config import Config, EngineConfig
 from ..dispatch import Dispatcher
 from ..router import Router
@@ -45,14 +46,17 @@ class SearchService:
     ) -> None:
         self.config = config
         self._ws = config.web_search
-        ctx = EngineContext(client, self._ws, router, dispatcher, MODEL_BACKENDS)
+        proxies = getattr(client, "proxies", None) or ProxyPolicy()
+        ctx = EngineContext(client, self._ws, router, dispatcher, MODEL_BACKENDS, proxies)
         self._engines: dict[str, Engine] = build_engines(config, ctx)
         self._folded = {e.id.casefold(): e for e in self._ws.engines}
         self.cache = SearchCache(store, self._ws.cache_ttl_s)
 
-    def engines(self, *, google_only: bool = False) -> list[EngineConfig]:
-        """All engines, or only the Google-backed ones (all of them when none is)."""
+    def engines(self, *, google_only: bool = False, baidu_only: bool = False) -> list[EngineConfig]:
+        """All engines, or only the Google-backed (Baidu-backed) ones (all of them when none is)."""
         engines = list(self._ws.engines)
+        if baidu_only:
+            return [e for e in engines if e.baidu] or engines
         if google_only:
             return [e for e in engines if e.google] or engines
         return engines
