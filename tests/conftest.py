@@ -117,6 +117,20 @@ def search_fakes(_search_fakes_server):
 
 
 @pytest.fixture(scope="session")
+def _search_apis_server() -> Iterator:
+    from .fakes.search_apis import FakeSearchApis
+
+    yield from _serve(FakeSearchApis())
+
+
+@pytest.fixture
+def search_apis(_search_apis_server):
+    """Fake Bocha/Zhipu/Baidu/Ollama/Jina/Perplexity/Firecrawl/Linkup on one loopback server."""
+    _search_apis_server.reset()
+    return _search_apis_server
+
+
+@pytest.fixture(scope="session")
 def _search_models_server() -> Iterator:
     from .fakes.search_models import FakeSearchModels
 
