@@ -133,16 +133,20 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
         timeout = self._timeout(request.extensions.get("timeout") or {})
         url = self._url(request.url)
         route = self._route(request.extensions.get(PROXY_EXTENSION), url)
-        session, proxy = self._get_session(), {}
+        session, proxy, headers = self._get_session(), {}, request.headers.multi_items()
         if route is not None and route.socks:
             session = self._socks_session(route)
         elif route is not None:
+            proxy = {"proxy": route.url}
             auth = route.authorization
-            proxy = {"proxy": route.url, **({"proxy_headers": {"Proxy-Authorization": auth}} if auth else {})}
+            if auth and url.scheme == "https":  # sent with the CONNECT that opens the tunnel
+                proxy["proxy_headers"] = {"Proxy-Authorization": auth}
+            elif auth:  # a plain request goes to the proxy itself
+                headers.append(("Proxy-Authorization", auth))
         try:
             resp = await session.request(
                 request.method, url, data=request.content or None,
-                headers=request.headers.multi_items(), timeout=timeout, allow_redirects=False,
+                headers=headers, timeout=timeout, allow_redirects=False,
                 skip_auto_headers=("user-agent",), **proxy,
             )
         except Exception as e:

@@ -148,7 +148,8 @@ class ForwardProxy:
                 host, _, port = target.rpartition(":")
                 self.passed.append(Passed("connect", target, method, "", ok, headers))
                 if not ok:
-                    writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n")
+                    writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\nconnection: close\r\n"
+                                 b"content-length: 0\r\n\r\n")
                     return
                 writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 await writer.drain()
@@ -164,7 +165,7 @@ class ForwardProxy:
             host, _, port = hostport.partition(":")
             self.passed.append(Passed("http", hostport, method, "/" + path, ok, headers, body))
             if not ok:
-                writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+                writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\nconnection: close\r\n"
                              b"proxy-authenticate: Basic realm=\"test\"\r\ncontent-length: 0\r\n\r\n")
                 return
             up_r, up_w = await asyncio.open_connection(*self._resolve(host, int(port or 80)))
