@@ -18,8 +18,8 @@ from .fetch import status_error
 
 _AUTH_HEADER = re.compile(r"auth|key|token|secret", re.I)
 # Markdown links and bare URLs in an answer text (for models that return no structured sources).
-_MD_LINK = re.compile(r"\[([^\[\]\n]{1,300})\]\((https?://[^\s()<>]{1,2048})\)")
-_BARE_URL = re.compile(r"https?://[^\s()<>\[\]\"'`]{1,2048}")
+_MD_LINK = re.compile(r"\[([^\[\]\n]{1,300})\]\((https?://(?:[^\s()<>]|\([^\s()<>]{0,200}\)){1,2048})\)")
+_BARE_URL = re.compile(r"https?://[^\s<>\[\]\"'`]{1,2048}")
 
 # (url, headers, body) -> the upstream's JSON answer; raises UpstreamError.
 Post = Callable[[str, dict[str, str], dict], Awaitable[dict]]
@@ -34,6 +34,8 @@ def cited_links(text: Any) -> list[RawHit]:
     linked = {h.url for h in hits}
     for m in _BARE_URL.finditer(_MD_LINK.sub(" ", text)):
         url = m.group(0).rstrip(".,;:!?*_")
+        while url.endswith(")") and url.count(")") > url.count("("):  # "(see https://x/y)."
+            url = url[:-1].rstrip(".,;:!?*_")
         if url not in linked:
             linked.add(url)
             hits.append(RawHit(None, url, ""))
