@@ -139,6 +139,10 @@ class SearchService:
         await self.cache.put(config.id, req, result)
         return result
 
+    async def probe(self, engine_id: str, query: str, count: int = 1) -> SearchResult:
+        """One live search on exactly this engine: no cache, no fallback (`searchhub engines --probe`)."""
+        return await self._engines[engine_id].search(SearchRequest(query=clean_query(query), count=count))
+
     def _fallbacks(self, chosen: EngineConfig) -> list[EngineConfig]:
         """The default engine first, then the others in config order."""
         default = self._ws.default_engine
