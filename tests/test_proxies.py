@@ -284,3 +284,19 @@ def test_https_through_the_environment_proxy_opens_an_authenticated_tunnel(tmp_p
     assert [(x.kind, x.target, x.authorized) for x in p.passed] == [("connect", "search.test:443", True),
                                                                       ("tls", "search.test:443", True)]
     assert PASSWORD not in out.stdout + out.stderr
+
+
+def test_environment_proxy_carries_model_calls(gateway, fake_model, monkeypatch):
+    """The gateway reads HTTP_PROXY / NO_PROXY when it starts; a model call follows them."""
+    p = ForwardProxy(hosts={"model.test": loopback(fake_model.server)}).start()
+    monkeypatch.setenv("HTTP_PROXY", p.url())
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # the test's own client talks to the gateway directly
+    try:
+        gw = gateway(base_config("http://model.test/v1"))
+        with gw.client() as c:
+            r = c.post("/v1/chat/completions", json={"model": "default", "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200, r.text
+    finally:
+        p.stop()
+    assert [(x.kind, x.target, x.path) for x in p.passed] == [("http", "model.test", "/v1/chat/completions")]
+    assert len(fake_model.requests) == 1

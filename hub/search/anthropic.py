@@ -9,7 +9,7 @@ from typing import Any
 from ..config import Target
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError, Parsed, RawHit, SearchRequest, as_dict, as_list
 from .engine import malformed
-from .model import ModelEngine
+from .model import ModelEngine, int_option
 
 ANTHROPIC_VERSION = "2023-06-01"
 INSTRUCTION = "Search the web for: {query}\nReply with a short summary of what you find."
@@ -19,7 +19,7 @@ class AnthropicEngine(ModelEngine):
     @classmethod
     def build(cls, target: Target, req: SearchRequest, options: dict) -> tuple[str, dict[str, str], dict]:
         tool: dict[str, Any] = {"type": "web_search_20250305", "name": "web_search",
-                                "max_uses": int(options.get("maxUses", 1))}
+                                "max_uses": int_option(options, "maxUses", 1, 10)}
         if req.allowed_domains:  # allowed and blocked are mutually exclusive: blocked ones are then ours
             tool["allowed_domains"] = list(req.allowed_domains)
         elif req.blocked_domains:
@@ -28,7 +28,7 @@ class AnthropicEngine(ModelEngine):
             tool["user_location"] = {"type": "approximate", "country": req.country}
         body = {
             "model": target.model,
-            "max_tokens": int(options.get("maxTokens", 1024)),
+            "max_tokens": int_option(options, "maxTokens", 1024, 64000),
             "messages": [{"role": "user", "content": INSTRUCTION.format(query=req.query)}],
             "tools": [tool],
             "tool_choice": {"type": "tool", "name": "web_search"},

@@ -57,7 +57,9 @@ class DdgsEngine(Engine):
     def __init__(self, config: EngineConfig, ctx: EngineContext) -> None:
         super().__init__(config, ctx)
         opts = config.options
-        self._slots = asyncio.Semaphore(int(opts.get("concurrency", self.CONCURRENCY)))
+        slots = opts.get("concurrency", self.CONCURRENCY)
+        valid = isinstance(slots, int) and not isinstance(slots, bool) and 0 < slots <= 64
+        self._slots = asyncio.Semaphore(slots if valid else self.CONCURRENCY)
         if config.proxy == DIRECT:
             self._proxy = None
         else:

@@ -25,6 +25,13 @@ _BARE_URL = re.compile(r"https?://[^\s<>\[\]\"'`]{1,2048}")
 Post = Callable[[str, dict[str, str], dict], Awaitable[dict]]
 
 
+def int_option(options: dict, name: str, default: int, upper: int) -> int:
+    """A positive integer engine option, or its default when the value is anything else."""
+    value = options.get(name, default)
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= upper
+    return value if ok else default
+
+
 def cited_links(text: Any) -> list[RawHit]:
     """The links an answer text names, in order: Markdown links with their text as the title, then
     bare URLs. For backends whose only sources are the URLs the model writes."""

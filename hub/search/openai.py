@@ -14,7 +14,7 @@ from ..backends import openai_compat
 from ..config import Target
 from .base import Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from .engine import malformed
-from .model import ModelEngine
+from .model import ModelEngine, int_option
 
 INSTRUCTION = "Search the web for: {query}\nAnswer briefly from what you find and cite the sources."
 
@@ -61,7 +61,7 @@ class OpenAIEngine(ModelEngine):
             "tools": [tool],
             "tool_choice": "required",
             "include": ["web_search_call.action.sources"],
-            "max_tool_calls": int(options.get("maxToolCalls", 3)),
+            "max_tool_calls": int_option(options, "maxToolCalls", 3, 20),
             "store": False,
         }
         return p.base_url + "/responses", openai_compat.headers(p), body
