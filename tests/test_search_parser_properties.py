@@ -52,3 +52,11 @@ def test_cited_links_are_http_urls(text):
     for hit in cited_links(text):
         assert hit.url.startswith(("http://", "https://"))
         assert not any(c.isspace() for c in hit.url)
+
+
+def test_the_schema_lists_exactly_the_registered_engines():
+    from hub.config import schema
+
+    defs = schema()["$defs"]
+    assert set(defs["engine"]["properties"]["type"]["enum"]) == set(API_ENGINES)
+    assert set(MODEL_ENGINES) <= set(defs["provider"]["properties"]["type"]["enum"])
