@@ -130,12 +130,15 @@ def test_environment_proxy_and_no_proxy(search_fakes):
         # an engine's own "proxy": false wins over the environment
         assert run(config_with([{**direct, "proxy": False}]), env={"HTTP_PROXY": p.url()}).ok
         assert len(p.passed) == 1
-        # and without NO_PROXY the environment's proxy carries it
+        # loopback never goes through the environment's proxy, NO_PROXY or not
         assert run(config_with([direct]), env={"http_proxy": p.url()}).ok
+        assert len(p.passed) == 1
+        # but an engine's own proxy carries loopback too
+        assert run(config_with([{**direct, "proxy": p.url()}]), env={}).ok
         assert len(p.passed) == 2
     finally:
         p.stop()
-    assert len(search_fakes.calls("serper")) == 4
+    assert len(search_fakes.calls("serper")) == 5
 
 
 # ---------------------------------------------------------------- model calls
@@ -210,7 +213,7 @@ def test_environment_policy():
     assert policy.http == "http://h:1"  # lower case wins
     assert policy.for_url("https", "search.example.org", 443) == "http://proxy.corp:3128"
     for host, port in [("localhost", 80), ("a.internal.example", 443), ("internal.example", 443), ("10.1.2.3", 80),
-                       ("api.example.com", 8443), ("::1", 80)]:
+                       ("api.example.com", 8443), ("::1", 80), ("127.0.0.2", 80), ("[::1]", 80), ("app.localhost", 80)]:
         assert policy.for_url("https", host, port) is None, host
     assert policy.for_url("https", "api.example.com", 443) == "http://proxy.corp:3128"
     assert policy.for_url("https", "notinternal.example", 443) == "http://proxy.corp:3128"
@@ -290,7 +293,7 @@ def test_environment_proxy_carries_model_calls(gateway, fake_model, monkeypatch)
     """The gateway reads HTTP_PROXY / NO_PROXY when it starts; a model call follows them."""
     p = ForwardProxy(hosts={"model.test": loopback(fake_model.server)}).start()
     monkeypatch.setenv("HTTP_PROXY", p.url())
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # the test's own client talks to the gateway directly
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")  # for the test's own httpx client to the gateway
     try:
         gw = gateway(base_config("http://model.test/v1"))
         with gw.client() as c:

@@ -108,9 +108,10 @@ class ProxyPolicy:
         return cls(_usable(http), _usable(https), no_proxy)
 
     def for_url(self, scheme: str, host: str, port: int | None = None) -> str | None:
-        """The environment's proxy for this URL, or None (no proxy set, or NO_PROXY matches)."""
+        """The environment's proxy for this URL, or None: no proxy set, NO_PROXY matches, or the
+        host is loopback (a proxy's own loopback is not ours; Go's net/http does the same)."""
         proxy = self.https if scheme == "https" else self.http if scheme == "http" else None
-        if proxy is None or self.bypass(host, port):
+        if proxy is None or _loopback(host) or self.bypass(host, port):
             return None
         return proxy
 
@@ -157,6 +158,14 @@ def _usable(url: str | None) -> str | None:
     except ValueError:
         return None
     return url
+
+
+def _loopback(host: str) -> bool:
+    host = host.strip("[]").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    ip = _ip(host)
+    return ip is not None and ip.is_loopback
 
 
 def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
