@@ -229,3 +229,25 @@ def test_a_provider_that_cannot_search_is_refused():
                       search_targets=[["local.m"]])
     with pytest.raises(ConfigError, match="search-capable type .*anthropic.*dashscope.*moonshot.*got 'vllm'"):
         parse(json.dumps(cfg), env={})
+
+
+def test_gateway_search_answered_by_kimi(gateway, fake_model, fake):
+    """End to end: a self-hosted model asks for a search; the gateway's secondary call goes to Kimi
+    (with its echo round trip) and the model reads Kimi's hits."""
+    from .conftest import base_config
+    from .test_pipeline import answer_after_search, ask
+
+    cfg = base_config(fake_model.url)
+    cfg["providers"]["kimi"] = {"type": "moonshot", "baseURL": fake.base(fake.server, "moonshot", "a"),
+                                "apiKey": KEYS["moonshot"]}
+    cfg["virtualrouter"]["routing"]["web_search"] = [{"targets": ["kimi.kimi-k2-turbo-preview"]}]
+    cfg["webSearch"] = {"engines": [{"id": "kimi", "providerKey": "kimi.kimi-k2-turbo-preview", "default": True}],
+                        "cacheTtlMs": 0}
+    fake_model.default = answer_after_search()
+    gw = gateway(cfg)
+    r = ask(gw, "search the web for the latest rust release")
+    assert r.choices[0].message.content.startswith("Rust 1.91.0")
+    assert len(calls(fake)) == 2  # the $web_search call and its echo
+    tool_result = json.loads(fake_model.requests[-1]["messages"][-1]["content"])
+    assert tool_result["engine"] == "kimi"
+    assert [h["url"] for h in tool_result["results"]] == [BLOG, RELEASES, WIKI]
