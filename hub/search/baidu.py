@@ -72,7 +72,7 @@ class BaiduEngine(ApiEngine):
         )
         body.setdefault("search_source", "baidu_search_v2")
         return Outgoing("POST", f"{self.base_url}/v2/ai_search/web_search",
-                        {"Authorization": f"Bearer {self.config.api_key or ''}"}, json=body)
+                        self.bearer(), json=body)
 
     async def run(self, req: SearchRequest) -> Parsed:
         data = await fetch_json(self.ctx.client, self.request(req), timeout=self.timeout_s, secrets=self.secrets,

@@ -28,7 +28,7 @@ class BochaEngine(ApiEngine):
         )
         body.setdefault("summary", True)  # the longer text, used when the snippet is short
         return Outgoing("POST", f"{self.base_url}/v1/web-search",
-                        {"Authorization": f"Bearer {self.config.api_key or ''}"}, json=body)
+                        self.bearer(), json=body)
 
     async def run(self, req: SearchRequest) -> Parsed:
         try:

@@ -116,6 +116,10 @@ class ApiEngine(Engine):
                                 proxy=self.config.proxy)
         return self.parse(data)
 
+    def bearer(self) -> dict[str, str]:
+        """The `Authorization: Bearer <apiKey>` header most search APIs take."""
+        return {"Authorization": f"Bearer {self.config.api_key or ''}"}
+
     def options(self, **ours: Any) -> dict[str, Any]:
         """Engine `options` are defaults in the provider's own parameter names; what the search asks
         for (query, count, recency, domains) wins over them."""

@@ -28,7 +28,7 @@ class FirecrawlEngine(ApiEngine):
             excludeDomains=list(req.blocked_domains) if req.blocked_domains and not req.allowed_domains else None,
         )
         return Outgoing("POST", f"{self.base_url}/v2/search",
-                        {"Authorization": f"Bearer {self.config.api_key or ''}"}, json=body)
+                        self.bearer(), json=body)
 
     @staticmethod
     def parse(data: Any) -> Parsed:

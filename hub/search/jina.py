@@ -33,7 +33,7 @@ class JinaEngine(ApiEngine):
         country = req.country
         params = self.options(q=req.query, num=min(req.count, self.MAX_COUNT),
                               gl=country.lower() if country else None)
-        headers = {"Authorization": f"Bearer {self.config.api_key or ''}", "X-Respond-With": "no-content"}
+        headers = {**self.bearer(), "X-Respond-With": "no-content"}
         if req.allowed_domains:
             headers["X-Site"] = ", ".join(req.allowed_domains)
         return Outgoing("GET", f"{self.base_url}/", headers, params=params)

@@ -17,7 +17,7 @@ class OllamaEngine(ApiEngine):
     def request(self, req: SearchRequest) -> Outgoing:
         body = self.options(query=req.query, max_results=min(req.count, self.MAX_COUNT))
         return Outgoing("POST", f"{self.base_url}/api/web_search",
-                        {"Authorization": f"Bearer {self.config.api_key or ''}"}, json=body)
+                        self.bearer(), json=body)
 
     @staticmethod
     def parse(data: Any) -> Parsed:

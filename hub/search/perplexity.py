@@ -28,7 +28,7 @@ class PerplexityEngine(ApiEngine):
             search_domain_filter=domains[:MAX_DOMAINS] or None,
         )
         return Outgoing("POST", f"{self.base_url}/search",
-                        {"Authorization": f"Bearer {self.config.api_key or ''}"}, json=body)
+                        self.bearer(), json=body)
 
     @staticmethod
     def parse(data: Any) -> Parsed:

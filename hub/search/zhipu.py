@@ -29,7 +29,7 @@ class ZhipuEngine(ApiEngine):
         if body["search_engine"] == "search_pro_sogou":  # takes only 10, 20, ... 50; we cut the rest
             body["count"] = min(-(-body["count"] // 10) * 10, 50)
         return Outgoing("POST", f"{self.base_url}/web_search",
-                        {"Authorization": f"Bearer {self.config.api_key or ''}"}, json=body)
+                        self.bearer(), json=body)
 
     @staticmethod
     def parse(data: Any) -> Parsed:
