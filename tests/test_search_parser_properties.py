@@ -60,3 +60,21 @@ def test_the_schema_lists_exactly_the_registered_engines():
     defs = schema()["$defs"]
     assert set(defs["engine"]["properties"]["type"]["enum"]) == set(API_ENGINES)
     assert set(MODEL_ENGINES) <= set(defs["provider"]["properties"]["type"]["enum"])
+
+
+@given(st.text(max_size=300))
+def test_baidu_query_fits_its_units(text):
+    from hub.search.baidu import QUERY_UNITS, _wide, truncate_units
+
+    cut = truncate_units(text)
+    assert text.startswith(cut)
+    assert sum(2 if _wide(c) else 1 for c in cut) <= QUERY_UNITS
+
+
+@given(st.one_of(st.text(max_size=40), st.from_regex(r"\d{4}-\d{1,2}-\d{1,2}( \d{1,2}:\d{2}(:\d{2})?)?", fullmatch=True),
+                 st.integers(), st.none()))
+def test_baidu_dates_parse_or_are_none(value):
+    from hub.search.baidu import parse_date
+
+    parsed = parse_date(value)
+    assert parsed is None or parsed.tzinfo is not None
