@@ -117,6 +117,34 @@ def search_fakes(_search_fakes_server):
 
 
 @pytest.fixture(scope="session")
+def _search_apis_server() -> Iterator:
+    from .fakes.search_apis import FakeSearchApis
+
+    yield from _serve(FakeSearchApis())
+
+
+@pytest.fixture
+def search_apis(_search_apis_server):
+    """Fake Bocha/Zhipu/Baidu/Ollama/Jina/Perplexity/Firecrawl/Linkup on one loopback server."""
+    _search_apis_server.reset()
+    return _search_apis_server
+
+
+@pytest.fixture(scope="session")
+def _search_model_families_server() -> Iterator:
+    from .fakes.search_model_families import FakeSearchModelFamilies
+
+    yield from _serve(FakeSearchModelFamilies())
+
+
+@pytest.fixture
+def search_model_families(_search_model_families_server):
+    """Fake Qwen/DashScope, Kimi, Sonar, OpenAI and Claude search models on one loopback server."""
+    _search_model_families_server.reset()
+    return _search_model_families_server
+
+
+@pytest.fixture(scope="session")
 def _search_models_server() -> Iterator:
     from .fakes.search_models import FakeSearchModels
 

@@ -89,6 +89,7 @@ class ToolRequest:
 
     hosted: HostedSearch | None = None  # the client offered a provider-hosted tool
     google: bool = False  # Google-preferred intent
+    baidu: bool = False  # Baidu-preferred (`百度一下` with webSearch.baiduPreference "baidu")
     count_hint: int | None = None  # results wanted when the call names no count (hosted context size)
 
 
