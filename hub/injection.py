@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from .chain import ChainState
 from .config import Limits, Provider, WebSearchConfig
-from .events import HostedSearch
 from .intent import Intent, classify, latest_user_text
+from .tools.base import HostedSearch
 
 _CLIENT_SEARCH_TOOL = re.compile(r"search", re.I)
 

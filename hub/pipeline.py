@@ -26,8 +26,9 @@ from .loop import LoopState, run_round
 from .relay import relay_chunks, relay_sse
 from .router import Router
 from .store import Store
-from .tools import ServerTools, ToolRequest
+from .tools.base import ToolRequest
 from .tools.keepalive import with_keepalive
+from .tools.registry import ServerTools
 
 log = logging.getLogger("searchhub.pipeline")
 _CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}

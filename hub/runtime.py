@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 import httpx
 
 from . import config as cfgmod
-from . import metrics, tools
+from . import metrics
 from .backends.http import make_client
 from .dispatch import Dispatcher, Gate
 from .pipeline import Pipeline
 from .router import Cooldowns, Router
 from .search.service import SearchService
 from .store import Store, open_store
+from .tools.registry import Parts
+from .tools.registry import build as build_tools
 from .tools.search_execution import Summarizer
 
 log = logging.getLogger("searchhub.runtime")
@@ -45,7 +47,7 @@ class Runtime:
         self.router = Router(config, shared.cooldowns)
         self.dispatcher = Dispatcher(shared.client, self.router, shared.gate)
         self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store)
-        self.tools = tools.build(tools.Parts(config, shared.client, self.search))
+        self.tools = build_tools(Parts(config, shared.client, self.search))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
 

@@ -7,19 +7,17 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import httpx
 
 from ..backends.proxy import ProxyPolicy, proxy_secrets
 from ..config import EngineConfig, WebSearchConfig
+from ..dispatch import Dispatcher
+from ..router import Router
 from .base import UNAVAILABLE, EngineError, Parsed, SearchRequest, SearchResult, failure
 from .fetch import Outgoing, fetch_json, redact
 from .sanitize import bound
-
-if TYPE_CHECKING:
-    from ..dispatch import Dispatcher
-    from ..router import Router
 
 log = logging.getLogger("searchhub.search")
 

@@ -1,4 +1,4 @@
-"""Search-capable models (seed 004's secondary call): the engine's providerKey is the preferred target
+"""Search-capable models (docs/engines.md): the engine's providerKey is the preferred target
 of the web_search route; the dispatcher fails over through the route's other targets with cooldowns,
 and each target gets the request of ITS provider type (a gemini target the Gemini request)."""
 

@@ -2,8 +2,7 @@
 (hub/tools/base.py), built per config by hub/tools/registry.py."""
 
 from .arguments import ArgumentError, parse_arguments
-from .base import Hosted, Rendered, ServerTool, ToolCall, ToolRequest
-from .registry import Parts, ServerTools, build
+from .base import Hosted, HostedSearch, Rendered, ServerTool, ToolCall, ToolRequest
 
-__all__ = ["ArgumentError", "Hosted", "Parts", "Rendered", "ServerTool", "ServerTools", "ToolCall", "ToolRequest", "build",
+__all__ = ["ArgumentError", "Hosted", "HostedSearch", "Rendered", "ServerTool", "ToolCall", "ToolRequest",
            "parse_arguments"]

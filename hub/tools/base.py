@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from ..citations import Source
-from ..events import HostedSearch
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +80,18 @@ class ToolCall:
     def pages(self) -> Iterable[tuple[str, str | None, str]]:
         """(url, title, snippet) of what the call brought back, for citations."""
         return ()
+
+
+@dataclass(slots=True)
+class HostedSearch:
+    """The client offered a provider-hosted search tool (Responses `web_search`, Anthropic
+    `web_search_20250305`): the gateway runs the search loop itself and shows the searches."""
+
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+    max_uses: int | None = None
+    user_location: dict | None = None
+    context_size: str | None = None  # low | medium | high -> result count
 
 
 @dataclass(frozen=True, slots=True)
