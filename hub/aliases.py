@@ -1,4 +1,4 @@
-"""modelAliases: Claude model names -> backend models, for Anthropic clients (seed 001).
+"""modelAliases: Claude model names -> backend models, for Anthropic clients (docs/claude-code.md).
 
 Claude Code hard-codes Anthropic model ids (`claude-opus-5-5`, `claude-haiku-4-5-20251001` for
 WebFetch's summarizer, ...). On a gateway serving self-hosted models each would otherwise land on

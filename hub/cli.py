@@ -1,4 +1,4 @@
-"""`searchhub serve | check | search | classify`."""
+"""`searchhub serve | check | search | engines | classify`."""
 
 from __future__ import annotations
 
@@ -35,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--recency", choices=["oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit"])
     search.add_argument("--json", action="store_true", help="print the normalized result as JSON")
 
+    engines = sub.add_parser("engines", help="list the configured search engines (--probe: search with each)")
+    _add_config(engines)
+    engines.add_argument("--probe", action="store_true", help="run one live search on every engine")
+    engines.add_argument("--query", default="weather today", help="the probe's query (default: %(default)s)")
+    engines.add_argument("--json", action="store_true", help="print the engines as JSON")
+
     classify = sub.add_parser("classify", help="show the web-search intent decision for a text")
     classify.add_argument("text")
     return parser
@@ -57,6 +63,10 @@ def main(argv: list[str] | None = None, *, serve: Serve | None = None) -> int:
         from .search.cli import run_search
 
         return run_search(args)
+    if args.command == "engines":
+        from .search.cli import run_engines
+
+        return run_engines(args)
     if args.command == "classify":
         from .intent import classify, describe
 

@@ -14,10 +14,12 @@ from typing import Any
 
 import jsonschema
 
+from .backends.proxy import DIRECT, mask_proxy, parse_proxy
+
 SCHEMA_PATH = Path(__file__).with_name("engines.schema.json")
 
 SELF_HOSTED_TYPES = frozenset({"vllm", "ollama", "llamacpp", "lmstudio", "openai-compatible"})
-COMMERCIAL_TYPES = frozenset({"openai", "anthropic", "gemini", "glm"})
+COMMERCIAL_TYPES = frozenset({"openai", "anthropic", "gemini", "glm", "dashscope", "moonshot", "perplexity"})
 ROUTE_CLASSES = ("longcontext", "thinking", "background")
 SEARCH_ROUTE = "web_search"
 
@@ -41,6 +43,7 @@ class Provider:
     connect_timeout_s: float = 5.0
     self_hosted: bool = True
     max_concurrency: int | None = None
+    proxy: str | None = field(default=None, repr=False)  # None: the environment's; "direct": none
 
     def masked(self) -> dict:
         return {
@@ -49,6 +52,7 @@ class Provider:
             "apiKey": mask(self.api_key),
             "headers": {k: "****" for k in self.headers},
             "selfHosted": self.self_hosted,
+            **({"proxy": mask_proxy(self.proxy)} if self.proxy else {}),
         }
 
 
@@ -79,6 +83,9 @@ class EngineConfig:
     max_results: int | None = None
     timeout_s: float | None = None
     options: dict = field(default_factory=dict)
+    proxy: str | None = field(default=None, repr=False)  # None: the environment's; "direct": none
+    members: tuple[str, ...] = ()  # a multi engine's engines
+    baidu: bool = False  # Baidu-backed (what `百度一下` can be set to prefer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +113,7 @@ class WebSearchConfig:
     fallback: bool
     exec_summary: str
     keepalive_s: float = 5.0
+    baidu_preference: str = "google"  # what `百度一下` narrows the engines to: "google" or "baidu"
 
     def limits_for(self, provider_id: str) -> Limits:
         return self.per_backend.get(provider_id, self.limits)
@@ -217,6 +225,8 @@ class Config:
                         "kind": "llm" if e.provider_key else e.type,
                         **({"providerKey": e.provider_key} if e.provider_key else {}),
                         **({"apiKey": mask(e.api_key)} if e.api_key else {}),
+                        **({"proxy": mask_proxy(e.proxy)} if e.proxy else {}),
+                        **({"engines": list(e.members)} if e.members else {}),
                         "google": e.google,
                         "default": e.default,
                     }
@@ -235,6 +245,23 @@ def mask(secret: str | None) -> str | None:
 
 def mask_url(url: str) -> str:
     return re.sub(r"//([^@/]*)@", "//****@", url)
+
+
+def _proxy(value: Any, where: str, errors: list[str]) -> str | None:
+    """`proxy` of a provider or engine: false -> "direct", a URL -> itself (checked, never echoed)."""
+    if value is None:
+        return None
+    if value is False:
+        return DIRECT
+    if value is True:
+        errors.append(f"{where}: must be a proxy URL or false (true has no meaning)")
+        return None
+    try:
+        parse_proxy(value)
+    except ValueError as e:
+        errors.append(f"{where}: {e}")
+        return None
+    return value
 
 
 # ---------------------------------------------------------------- env expansion
@@ -376,6 +403,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
             connect_timeout_s=p.get("connectTimeoutMs", 5000) / 1000,
             self_hosted=p.get("selfHosted", p["type"] in SELF_HOSTED_TYPES),
             max_concurrency=p.get("maxConcurrency"),
+            proxy=_proxy(p.get("proxy"), f"providers.{pid}.proxy", errors),
         )
 
     vr = raw["virtualrouter"]
@@ -444,6 +472,10 @@ def _limits(d: dict, base: Limits | None) -> Limits:
 def _build_web_search(
     ws: dict, providers: dict[str, Provider], routes: dict[str, tuple[Pool, ...]], errors: list[str]
 ) -> WebSearchConfig:
+    # Each engine class declares what it needs and which index answers it; the registry imports
+    # this module, so it is imported here, at load.
+    from .search.registry import API_ENGINES, MODEL_ENGINES
+
     search_targets = {t.key for pool in routes.get(SEARCH_ROUTE, ()) for t in pool.targets}
     engines: list[EngineConfig] = []
     seen: set[str] = set()
@@ -464,21 +496,24 @@ def _build_web_search(
                 )
                 continue
             ptype = providers[pk.partition(".")[0]].type
-            if ptype not in ("glm", "gemini"):
+            cls = MODEL_ENGINES.get(ptype)
+            if cls is None:
                 errors.append(
-                    f"{where}.providerKey: engine '{e['id']}' needs a provider of type glm or gemini "
-                    f"(search-capable model), got '{ptype}'"
+                    f"{where}.providerKey: engine '{e['id']}' needs a provider of a search-capable type "
+                    f"({', '.join(sorted(MODEL_ENGINES))}), got '{ptype}'"
                 )
                 continue
-            if google is None:
-                google = ptype == "gemini"
         else:
-            if e["type"] == "searxng" and not e.get("baseURL"):
-                errors.append(f"{where}.baseURL: a searxng engine needs the URL of its instance")
-            if e["type"] != "searxng" and not e.get("apiKey"):
+            cls = API_ENGINES[e["type"]]  # the schema's enum lists exactly these
+            if cls.NEEDS_BASE_URL and not e.get("baseURL"):
+                errors.append(f"{where}.baseURL: a {e['type']} engine needs the URL of its instance")
+            if not cls.KEYLESS and not e.get("apiKey"):
                 errors.append(f"{where}.apiKey: engine '{e['id']}' of type {e['type']} needs an apiKey")
-            if google is None:
-                google = e["type"] == "serper"
+            if e.get("engines") and e["type"] != "multi":
+                errors.append(f"{where}.engines: only a multi engine has member engines")
+        index = cls.index(e.get("options", {}))
+        if google is None:
+            google = index == "google"
         if "google" in e["id"].lower() and e.get("google") is None:
             google = True
         engines.append(
@@ -494,10 +529,14 @@ def _build_web_search(
                 max_results=e.get("maxResults"),
                 timeout_s=e["timeoutMs"] / 1000 if "timeoutMs" in e else None,
                 options=dict(e.get("options", {})),
+                proxy=_proxy(e.get("proxy"), f"{where}.proxy", errors),
+                members=tuple(e.get("engines", ())),
+                baidu=index == "baidu",
             )
         )
     if defaults > 1:
         errors.append("webSearch.engines: at most one engine may be the default")
+    _check_members(engines, errors)
     limits = _limits(ws, None)
     per_backend = {}
     for pid, override in ws.get("perBackend", {}).items():
@@ -519,6 +558,7 @@ def _build_web_search(
         fallback=ws.get("fallback", False),
         exec_summary=ws.get("execSummary", "digest"),
         keepalive_s=ws.get("keepaliveMs", 5000) / 1000,
+        baidu_preference=ws.get("baiduPreference", "google"),
     )
 
 
@@ -564,6 +604,25 @@ def _build_web_fetch(wf: dict, providers: dict[str, Provider], errors: list[str]
         max_redirects=wf.get("maxRedirects", 5),
         cache_ttl_s=wf.get("cacheTtlMs", 900000) / 1000,
     )
+
+
+def _check_members(engines: list[EngineConfig], errors: list[str]) -> None:
+    """A multi engine's members: other, existing, non-multi engines."""
+    by_id = {e.id: e for e in engines}
+    for i, e in enumerate(engines):
+        if e.type != "multi":
+            continue
+        where = f"webSearch.engines[{i}].engines"
+        if not e.members:
+            errors.append(f"{where}: a multi engine needs the ids of the engines it queries")
+        for m in e.members:
+            member = by_id.get(m)
+            if member is None:
+                errors.append(f"{where}: unknown engine '{m}' (known: {', '.join(sorted(by_id))})")
+            elif member.type == "multi":
+                errors.append(f"{where}: '{m}' is a multi engine itself")
+        if len(set(e.members)) != len(e.members):
+            errors.append(f"{where}: an engine is listed twice")
 
 
 def load_or_report(path: str) -> Config | None:

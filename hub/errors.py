@@ -30,11 +30,6 @@ class BadRequest(GatewayError):
     type = "invalid_request_error"
 
 
-class Unauthorized(GatewayError):
-    status = 401
-    type = "authentication_error"
-
-
 class NotFound(GatewayError):
     status = 404
     type = "not_found_error"

@@ -9,10 +9,8 @@ beside the chunks as these events, so the Responses and Messages encoders can sh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .tools.base import HostedFetch, ToolCall
+from .tools.base import HostedFetch, HostedSearch, ToolCall
 
 
 @dataclass(slots=True)
@@ -39,18 +37,6 @@ class Frames:
 @dataclass(slots=True)
 class Keepalive:
     """Nothing to say yet (searches running): encoders emit an SSE comment / ping."""
-
-
-@dataclass(slots=True)
-class HostedSearch:
-    """The client offered a provider-hosted search tool (Responses `web_search`, Anthropic
-    `web_search_20250305`): the gateway runs the search loop itself and shows the searches."""
-
-    allowed_domains: tuple[str, ...] = ()
-    blocked_domains: tuple[str, ...] = ()
-    max_uses: int | None = None
-    user_location: dict | None = None
-    context_size: str | None = None  # low | medium | high -> result count
 
 
 @dataclass(slots=True)

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from .chain import ChainState
 from .config import Limits, Provider, WebSearchConfig
-from .events import HostedSearch
 from .intent import Intent, classify, latest_user_text
+from .tools.base import HostedSearch
 
 if TYPE_CHECKING:
     from .tools.base import HostedFetch
@@ -45,6 +45,7 @@ class Decision:
     intent: Intent | None = None  # when the latest user text was classified
     client_has_tool: bool = False  # the client offers a tool named like ours: serviced, not injected
     by_intent: bool = False  # the intent classification decided (counted in the intent metrics)
+    baidu: bool = False  # `百度一下` with webSearch.baiduPreference "baidu": Baidu-backed engines instead
 
 
 def tool_name(tool: object) -> str | None:
@@ -108,7 +109,8 @@ def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: Cha
     if intent is None:
         intent = _classify(request.messages)
     google = bool((intent and intent.google) or (state and state.google))
-    return Decision(True, google, intent, client_has_tool, by_intent)
+    baidu = bool(intent and intent.baidu) and ws.baidu_preference == "baidu"
+    return Decision(True, google and not baidu, intent, client_has_tool, by_intent, baidu)
 
 
 def _classify(messages: list[dict]) -> Intent | None:

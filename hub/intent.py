@@ -31,11 +31,13 @@ class Intent:
     language: str | None  # "zh" | "en" | None
     rule: str | None  # "zh-hard", "zh-soft-shangwang", "zh-soft-verb-noun", "en-hard", "en-soft" or None
     reason: str  # which rule hit with which words, or why nothing did
+    baidu: bool = False  # the ask was 百度一下 (Google-preferred unless webSearch.baiduPreference says baidu)
 
 
 # --- Chinese: plain substring checks -------------------------------------------------------------
 
-ZH_HARD = ("谷歌搜索", "谷歌一下", "百度一下")  # all three are Google-preferred, as the design says
+ZH_BAIDU = "百度一下"
+ZH_HARD = ("谷歌搜索", "谷歌一下", ZH_BAIDU)  # all three are Google-preferred, as the design says
 ZH_SHANGWANG = "上网"
 ZH_VERBS = ("搜索", "查找", "搜")
 ZH_NOUNS = ("网络", "联网", "新闻", "信息", "报道")
@@ -335,15 +337,17 @@ def classify(text: str) -> Intent:
         return Intent(False, False, _script(scanned), None, "no rule matched")
 
     reason = f"{hit.rule}: {hit.words}"
+    baidu = False
     if hit.rule == "zh-hard":
         google = True
-        reason += "; Google-preferred by rule"
+        baidu = hit.words == f'phrase "{ZH_BAIDU}"'
+        reason += "; Google-preferred by rule" + (" (or Baidu, when configured)" if baidu else "")
     else:
         google_m = _GOOGLE.search(low)
         google = google_m is not None
         if google_m is not None:
             reason += f'; Google-preferred: "{google_m.group(0)}"'
-    return Intent(True, google, hit.language, hit.rule, reason)
+    return Intent(True, google, hit.language, hit.rule, reason, baidu)
 
 
 def latest_user_text(messages: list[dict[str, Any]]) -> str | None:

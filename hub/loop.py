@@ -18,7 +18,9 @@ from .citations import Source
 from .config import Limits
 from .events import ToolFinished, ToolStarted
 from .search.render import error_text
-from .tools import ArgumentError, ServerTool, ServerTools, ToolCall, ToolRequest
+from .tools.arguments import ArgumentError
+from .tools.base import ServerTool, ToolCall, ToolRequest
+from .tools.registry import ServerTools
 
 log = logging.getLogger("searchhub.loop")
 BUDGET_EXHAUSTED = "tool-result budget exhausted: answer with the results you already have"

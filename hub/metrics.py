@@ -1,4 +1,4 @@
-"""Prometheus metrics (seed 001's names, plus request and upstream latency). Labels never carry secrets."""
+"""Prometheus metrics (names listed in docs/deployment.md). Labels never carry secrets."""
 
 from __future__ import annotations
 

@@ -26,8 +26,9 @@ from .loop import LoopState, run_round
 from .relay import relay_chunks, relay_sse
 from .router import Router
 from .store import Store
-from .tools import ServerTools, ToolRequest, Transcript
+from .tools.base import ToolRequest, Transcript
 from .tools.keepalive import with_keepalive
+from .tools.registry import ServerTools
 
 log = logging.getLogger("searchhub.pipeline")
 _CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}
@@ -201,8 +202,9 @@ class Pipeline:
         """The request with our tools added (those offered to this request that the client does not
         offer itself)."""
         count = _CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
-        plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, count_hint=count,
-                                   hosted_fetch=opts.hosted_fetch, provider=provider, transcript=Transcript(messages))
+        plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, baidu=decision.baidu,
+                                   count_hint=count, hosted_fetch=opts.hosted_fetch, provider=provider,
+                                   transcript=Transcript(messages))
         chosen = [t for t in self.tools if t.offered(plan.request)]
         plan.served = frozenset(t.name for t in chosen)
         offered = {tool_name(t) for t in body.get("tools") or []}

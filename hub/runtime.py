@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 import httpx
 
 from . import config as cfgmod
-from . import fetcher, metrics, tools
+from . import fetcher, metrics
 from .backends.http import make_client
 from .dispatch import Dispatcher, Gate
 from .pipeline import Pipeline
 from .router import Cooldowns, Router
 from .search.service import SearchService
 from .store import Store, open_store
+from .tools.registry import Parts
+from .tools.registry import build as build_tools
 from .tools.search_execution import Summarizer
 
 log = logging.getLogger("searchhub.runtime")
@@ -47,7 +49,7 @@ class Runtime:
         self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store)
         # the page fetcher keeps its own guarded connection pool (hub/fetcher/connect.py)
         self.fetch = fetcher.build(config.web_fetch, shared.store) if config.web_fetch.enabled else None
-        self.tools = tools.build(tools.Parts(config, shared.client, self.search, self.fetch))
+        self.tools = build_tools(Parts(config, shared.client, self.search, self.fetch))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
 

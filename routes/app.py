@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hub import config as cfgmod
 from hub import metrics
+from hub.backends.proxy import mask_proxy
 from hub.runtime import Gateway
 
 from . import chat, messages, responses
@@ -128,7 +129,9 @@ async def health(request: Request) -> Response:
             "lastReloadError": gw.last_reload_error,
         },
         "routes": {name: [t.key for p in pools for t in p.targets] for name, pools in cfg.router.routes.items()},
-        "providers": {pid: {"type": p.type, "selfHosted": p.self_hosted} for pid, p in cfg.providers.items()},
+        "providers": {pid: {"type": p.type, "selfHosted": p.self_hosted,
+                            **({"proxy": mask_proxy(p.proxy)} if p.proxy else {})}
+                      for pid, p in cfg.providers.items()},
         "cooldowns": rt.router.cooldowns.snapshot(),
         "inFlight": rt.shared.gate.snapshot(),
         "state": rt.store.health(),

@@ -51,11 +51,9 @@ def validate(body: dict) -> None:
         if role == "tool" and not isinstance(m.get("tool_call_id"), str):
             raise BadRequest(f"messages[{i}].tool_call_id is required for tool messages",
                              param=f"messages[{i}].tool_call_id")
-    for key in ("tools", "stop"):
-        v = body.get(key)
-        if key == "tools" and v is not None:
-            if not isinstance(v, list) or not all(isinstance(t, dict) for t in v):
-                raise BadRequest("'tools' must be an array of tool objects", param="tools")
+    tools = body.get("tools")
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
+        raise BadRequest("'tools' must be an array of tool objects", param="tools")
     if "stream" in body and not isinstance(body["stream"], bool):
         raise BadRequest("'stream' must be a boolean", param="stream")
     so = body.get("stream_options")

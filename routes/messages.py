@@ -80,7 +80,7 @@ def error_type(status: int) -> str:
 
 def anthropic_error(exc: Exception, *, input_tokens: int = 0) -> Response:
     """Any failure as Anthropic's error body; a backend's context overflow in the words Claude Code's
-    auto-compaction recognises (protocols.md 3.7)."""
+    auto-compaction recognises (docs/claude-code.md, "Errors")."""
     if isinstance(exc, UpstreamError) and exc.status and 400 <= exc.status < 500 and not exc.retryable:
         return _error_response(exc.status, error_type(exc.status), _backend_message(exc, input_tokens))
     err = as_gateway_error(exc)

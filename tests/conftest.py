@@ -13,8 +13,9 @@ import pytest
 from routes.app import create_app
 
 from .fakes.model import FakeModel
-from .fakes.redis_server import RedisServer, RedisServerMissing
+from .fakes.redis_server import RedisServer
 from .fakes.server import ServerThread
+from .helpers import start_redis
 
 
 @pytest.fixture(scope="session")
@@ -41,19 +42,6 @@ def _fake_model_b_server() -> Iterator[FakeModel]:
 def fake_model_b(_fake_model_b_server: FakeModel) -> FakeModel:
     _fake_model_b_server.reset()
     return _fake_model_b_server
-
-
-def base_config(model_url: str, **overrides) -> dict:
-    """A minimal engines.json: one self-hosted provider 'local' serving model 'm' on the default route."""
-    cfg = {
-        "providers": {"local": {"type": "vllm", "baseURL": model_url}},
-        "virtualrouter": {"routing": {"default": [{"id": "p", "priority": 100, "targets": ["local.m"]}]},
-                          "cooldownMs": 30000, "retries": 0},
-        "server": {"reloadIntervalMs": 100},
-    }
-    for k, v in overrides.items():
-        cfg[k] = v
-    return cfg
 
 
 class GatewayHandle:
@@ -117,6 +105,34 @@ def search_fakes(_search_fakes_server):
 
 
 @pytest.fixture(scope="session")
+def _search_apis_server() -> Iterator:
+    from .fakes.search_apis import FakeSearchApis
+
+    yield from _serve(FakeSearchApis())
+
+
+@pytest.fixture
+def search_apis(_search_apis_server):
+    """Fake Bocha/Zhipu/Baidu/Ollama/Jina/Perplexity/Firecrawl/Linkup on one loopback server."""
+    _search_apis_server.reset()
+    return _search_apis_server
+
+
+@pytest.fixture(scope="session")
+def _search_model_families_server() -> Iterator:
+    from .fakes.search_model_families import FakeSearchModelFamilies
+
+    yield from _serve(FakeSearchModelFamilies())
+
+
+@pytest.fixture
+def search_model_families(_search_model_families_server):
+    """Fake Qwen/DashScope, Kimi, Sonar, OpenAI and Claude search models on one loopback server."""
+    _search_model_families_server.reset()
+    return _search_model_families_server
+
+
+@pytest.fixture(scope="session")
 def _search_models_server() -> Iterator:
     from .fakes.search_models import FakeSearchModels
 
@@ -128,16 +144,6 @@ def search_models(_search_models_server):
     """Fake GLM and Gemini search models on one loopback server; `.glm_base(.server, instance)`."""
     _search_models_server.reset()
     return _search_models_server
-
-
-def start_redis(password: str | None = None) -> RedisServer:
-    """A started redis-server. CI installs it, so a missing one fails the test, never skips it."""
-    try:
-        server = RedisServer(password=password)
-    except RedisServerMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
-    server.start()
-    return server
 
 
 @pytest.fixture(scope="module")
@@ -153,15 +159,3 @@ def own_redis() -> Iterator[RedisServer]:
     server = start_redis()
     yield server
     server.close()
-
-
-def searxng_engine(fakes, id: str = "searxng", **extra) -> dict:
-    return {"id": id, "type": "searxng", "baseURL": fakes.base_url(fakes.server, "searxng"),
-            "description": "SearXNG metasearch", **extra}
-
-
-def serper_engine(fakes, id: str = "serper", **extra) -> dict:
-    from .fakes.search_providers import KEYS
-
-    return {"id": id, "type": "serper", "apiKey": KEYS["serper"], "baseURL": fakes.base_url(fakes.server, "serper"),
-            "description": "Google results via Serper", **extra}

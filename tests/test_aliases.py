@@ -1,4 +1,4 @@
-"""hub.aliases: modelAliases for Anthropic clients (seed 001)."""
+"""hub.aliases: modelAliases for Anthropic clients."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from .conftest import base_config
+from .helpers import base_config
 
 
 def sdk(gw, **kw) -> openai.OpenAI:

@@ -50,7 +50,7 @@ def recorded_message(response: dict) -> dict:
 
 
 def claude_code_tool_result(message: dict) -> str:
-    """What Claude Code builds from a search-execution answer (protocols.md 4.4): title+url of each
+    """What Claude Code builds from a search-execution answer: title+url of each
     result, then the text blocks."""
     links = [{"title": r["title"], "url": r["url"]}
              for b in message["content"] if b["type"] == "web_search_tool_result" and isinstance(b["content"], list)

@@ -20,9 +20,9 @@ import openai
 import pytest
 import uvicorn
 
-from .conftest import base_config, serper_engine, start_redis
 from .fakes.model import FakeModel
 from .fakes.redis_server import RedisServer, free_port
+from .helpers import base_config, serper_engine, start_redis
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -108,7 +108,7 @@ def test_tool_round_trip_and_thinking_dropped() -> None:
 
 
 def test_tool_reference_and_deferred_tools() -> None:
-    """Claude Code's ToolSearch (protocols.md 4.5): deferred tools appear once a tool_reference loads them."""
+    """Claude Code's ToolSearch: deferred tools appear once a tool_reference loads them."""
     tools = [
         {"name": "ToolSearch", "input_schema": {"type": "object"}},
         {"name": "WebSearch", "input_schema": {"type": "object"}, "defer_loading": True},

@@ -13,9 +13,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .conftest import base_config, serper_engine
 from .fakes.search_providers import Reply
 from .fakes.server import ServerThread
+from .helpers import base_config, serper_engine
 
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
 HI = [{"role": "user", "content": "hi"}]
@@ -248,7 +248,7 @@ def _vllm_400(message: str) -> dict:
      "prompt is too long: 9000 tokens > 8192 maximum"),
 ])
 def test_context_overflow_in_anthropics_words(gateway, fake_model, search_fakes, body, expected) -> None:
-    """Claude Code's auto-compaction recognises Anthropic's wording (protocols.md 3.7)."""
+    """Claude Code's auto-compaction recognises Anthropic's wording."""
     gw = gateway(ws_config(fake_model.url, search_fakes))
     fake_model.script(body)
     with pytest.raises(anthropic.BadRequestError) as info:

@@ -8,7 +8,7 @@ import httpx
 import openai
 import pytest
 
-from .conftest import base_config, searxng_engine, serper_engine
+from .helpers import base_config, searxng_engine, serper_engine
 
 
 def sdk(gw) -> openai.OpenAI:
@@ -51,7 +51,7 @@ def test_intent_injects_searches_and_cites(gateway, fake_model, search_fakes) ->
     cit = ann[0]["url_citation"]
     assert cit["url"] == "https://blog.rust-lang.org/2025/10/30/Rust-1.91.0/"
     assert msg.content[cit["start_index"]:cit["end_index"]] == "Rust 1.91.0 is the latest release [1]"
-    # What the model saw: our tool with seed 004's schema, then numbered, sanitized hits.
+    # What the model saw: our tool with its schema, then numbered, sanitized hits.
     first, second = fake_model.requests
     tool = next(t for t in first["tools"] if t["function"]["name"] == "web_search")
     props = tool["function"]["parameters"]["properties"]

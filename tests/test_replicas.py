@@ -19,8 +19,8 @@ import redis
 from hub.backends.transport import LeanAiohttpTransport
 from hub.chain import ChainState, chain_key
 
-from .conftest import base_config, searxng_engine
 from .fakes.redis_server import SilentListener, free_port
+from .helpers import base_config, searxng_engine
 
 CLIENT_KEY = "client-key"
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}

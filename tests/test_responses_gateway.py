@@ -16,9 +16,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .conftest import base_config
 from .fakes.search_providers import KEYS, FakeSearchProviders
 from .fakes.server import ServerThread
+from .helpers import base_config
 from .test_responses_stream import check_events, parse_sse
 
 CODEX = sorted((Path(__file__).parent / "fixtures" / "codex").glob("*.json"))

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from openai.types.responses import Response
 
 from hub.errors import BadRequest
-from hub.events import HostedSearch, Outcome
+from hub.events import Outcome
 from hub.protocols.responses import custom_input, from_chat, items_to_messages, to_chat
 from hub.search.base import Hit, SearchResult
+from hub.tools.base import HostedSearch
 from hub.tools.web_search import SearchCall
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from hub.search import Hit, SearchRequest, SearchResult
 from hub.search.base import RECENCY, EngineError, Parsed, RawHit
-from hub.search.registry import ENGINES
+from hub.search.registry import API_ENGINES, MODEL_ENGINES
 from hub.search.render import tool_text
 from hub.search.sanitize import bound, clean_text, clean_url, domain_matches, fit, host_of, size
 
@@ -124,6 +124,10 @@ def assert_plain(text: str, newlines: bool = False) -> None:
     for ch in text:
         cat = unicodedata.category(ch)
         assert cat not in ("Cc", "Cs", "Cf") or (newlines and ch == "\n"), repr(ch)
+
+
+# The engines with a payload shape here (tests/test_search_parser_properties.py covers every engine).
+ENGINES = {kind: cls for kind, cls in {**API_ENGINES, **MODEL_ENGINES}.items() if kind in SHAPES}
 
 
 @pytest.mark.parametrize("kind", sorted(ENGINES))

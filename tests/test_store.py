@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from hub.store import MemoryStore, Store, StoreUnavailable, open_store
 from hub.store.redis import RedisStore
 from hub.store.resilient import ResilientStore
-from tests.conftest import start_redis
 from tests.fakes.redis_server import RedisServer, SilentListener
+from tests.helpers import start_redis
 
 pytestmark = pytest.mark.anyio
 

@@ -116,7 +116,7 @@ def test_tool_is_memoized_for_equal_inputs():
     assert web_search_tool(ENGINES, engine_required=True) is not first
 
 
-# --- parse_arguments: seed 003 edge cases -------------------------------------------------------
+# --- parse_arguments: edge cases from local models -------------------------------------------------------
 
 
 @pytest.mark.parametrize("raw", [None, "", "   \n\t  "])
@@ -242,7 +242,7 @@ def test_long_preview_is_shortened():
     assert "10011 characters" in str(info.value)
 
 
-# --- buffering several calls by id (seed 003's ToolCallBuffer cases) ----------------------------
+# --- buffering several calls by id ----------------------------
 
 
 def _buffer(fragments: list[dict]) -> dict[str, dict]:

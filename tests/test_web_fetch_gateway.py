@@ -12,9 +12,9 @@ import anthropic
 import openai
 import pytest
 
-from .conftest import base_config, searxng_engine
 from .fakes.search_providers import Reply
 from .fakes.web import ARTICLE_TITLE, INJECTION, MAIN_SENTENCES, NAV_WORDS, SCRIPT_TEXT, FakeWeb
+from .helpers import base_config, searxng_engine
 from .test_responses_stream import check_events, parse_sse
 
 FETCH_VERSIONS = ("web_fetch_20250910", "web_fetch_20260209", "web_fetch_20260309", "web_fetch_20260318")

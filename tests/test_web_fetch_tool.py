@@ -4,6 +4,7 @@ reads (budget fitting, find), its hosted shapes, the replay of Anthropic blocks,
 
 from __future__ import annotations
 
+import functools
 import json
 
 import jsonschema
@@ -24,7 +25,9 @@ PAGE = ("The Kestrel Bridge reopened in March. Engineers replaced the girders wi
         "The new deck carries a protected cycle lane.")
 
 
+@functools.cache
 def tool(**offer) -> WebFetch:
+    """Built once per offer: building a fetcher makes an SSL context, which is slow."""
     config = WebFetchConfig(offer=FetchOffer(**offer), per_backend={"cloud": FetchOffer(enabled=False)})
     fetcher, policy = build(config, MemoryStore())
     return WebFetch(config, fetcher, policy)

@@ -4,14 +4,16 @@ errors every backend family shares."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 import httpx
 import msgspec
 
 from ..config import Provider
-from .transport import LeanAiohttpTransport, UpstreamClient
+from .proxy import ProxyPolicy
+from .transport import PROXY_EXTENSION, LeanAiohttpTransport, UpstreamClient
 
 _json_decode = msgspec.json.decode
 _json_encode = msgspec.json.encode
@@ -32,23 +34,28 @@ class UpstreamError(Exception):
         self.retry_after = retry_after
 
 
-def make_client() -> httpx.AsyncClient:
+def make_client(env: Mapping[str, str] | None = None) -> httpx.AsyncClient:
     """The process-wide upstream client: httpx's API over aiohttp, several times faster under
-    concurrency than httpx's own pool (see bench/)."""
-    return UpstreamClient(LeanAiohttpTransport())
+    concurrency than httpx's own pool (see bench/). The environment's proxy settings
+    (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) are read here, once."""
+    policy = ProxyPolicy.from_env(os.environ if env is None else env)
+    return UpstreamClient(LeanAiohttpTransport(proxies=policy))
 
 
 _URLS: dict[str, httpx.URL] = {}
 
 
-def _request(url: str, body: dict, headers: dict[str, str], timeout: httpx.Timeout) -> httpx.Request:
+def _request(url: str, body: dict, headers: dict[str, str], timeout: httpx.Timeout,
+             proxy: str | None = None) -> httpx.Request:
     u = _URLS.get(url)
     if u is None:
         u = httpx.URL(url)
         if len(_URLS) < 1024:
             _URLS[url] = u
-    return httpx.Request("POST", u, content=_json_encode(body), headers=headers,
-                         extensions={"timeout": timeout.as_dict()})
+    ext: dict = {"timeout": timeout.as_dict()}
+    if proxy is not None:
+        ext[PROXY_EXTENSION] = proxy
+    return httpx.Request("POST", u, content=_json_encode(body), headers=headers, extensions=ext)
 
 
 async def send(client: httpx.AsyncClient, request: httpx.Request, *, stream: bool) -> httpx.Response:
@@ -129,7 +136,7 @@ async def post_json(
     client: httpx.AsyncClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
     *, retries: int = 0, timeout: float | None = None,
 ) -> dict:
-    request = _request(url, body, headers, timeout_for(provider, timeout))
+    request = _request(url, body, headers, timeout_for(provider, timeout), provider.proxy)
     resp = await _exchange(client, provider, request, retries=retries, stream=False)
     try:
         data = _json_decode(resp.content)
@@ -145,7 +152,7 @@ async def open_sse(
     *, retries: int = 0,
 ) -> httpx.Response:
     """Send a streaming request; raise UpstreamError unless the upstream answered 200."""
-    request = _request(url, body, headers, timeout_for(provider))
+    request = _request(url, body, headers, timeout_for(provider), provider.proxy)
     return await _exchange(client, provider, request, retries=retries, stream=True)
 
 

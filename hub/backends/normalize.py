@@ -1,6 +1,6 @@
 """Normalize what OpenAI-compatible backends (vLLM, Ollama, llama.cpp) return into OpenAI's Chat shape.
 
-protocols.md 1.7, 1.9 and 8.4 list the quirks. The openai SDK's stream accumulator concatenates every
+docs/architecture.md ("Backend quirks") lists them. The openai SDK's stream accumulator concatenates every
 string it sees twice, so a stream must carry role once per choice, and id/type/name once per tool call.
 """
 
@@ -122,7 +122,7 @@ class _Choice:
 
 
 class StreamNormalizer:
-    """Fixes one backend stream chunk by chunk so clients always see OpenAI's shape (protocols.md 1.7, 1.9, 8.4)."""
+    """Fixes one backend stream chunk by chunk so clients always see OpenAI's shape."""
 
     def __init__(self) -> None:
         self._choices: dict[int, _Choice] = {}

@@ -17,7 +17,12 @@ import aiohttp
 import httpx
 from yarl import URL
 
+from .proxy import ProxyPolicy, ProxyRoute, choose, parse_proxy
+
 _HTTP11 = {"http_version": b"HTTP/1.1"}
+# A request's own proxy (a provider's or engine's `proxy` in engines.json, or "direct"), carried in
+# httpx's request extensions; absent, the environment's proxy settings apply.
+PROXY_EXTENSION = "searchhub.proxy"
 
 
 class _Body(httpx.AsyncByteStream):
@@ -52,12 +57,17 @@ def _mapped(e: Exception) -> Exception:
 
 
 class LeanAiohttpTransport(httpx.AsyncBaseTransport):
-    def __init__(self, *, max_connections: int = 1000, keepalive_s: float = 30.0) -> None:
+    def __init__(self, *, max_connections: int = 1000, keepalive_s: float = 30.0,
+                 proxies: ProxyPolicy | None = None) -> None:
         self._max_connections = max_connections
         self._keepalive_s = keepalive_s
         self._session: aiohttp.ClientSession | None = None
         self._timeouts: dict[tuple, aiohttp.ClientTimeout] = {}
         self._urls: dict[str, URL] = {}
+        self._proxies = proxies or ProxyPolicy()
+        self._env_proxies = bool(self._proxies.http or self._proxies.https)
+        self._routes: dict[tuple, ProxyRoute | None] = {}
+        self._socks: dict[ProxyRoute, aiohttp.ClientSession] = {}
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -66,6 +76,39 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
             self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
                                                   auto_decompress=True)
         return self._session
+
+    @property
+    def proxies(self) -> ProxyPolicy:
+        return self._proxies
+
+    def _route(self, explicit: str | None, url: URL) -> ProxyRoute | None:
+        """The proxy for this request, decided once per (configured proxy, scheme, host, port)."""
+        if explicit is None and not self._env_proxies:
+            return None
+        key = (explicit, url.scheme, url.host, url.port)
+        if key in self._routes:
+            return self._routes[key]
+        chosen = choose(explicit, self._proxies, url.scheme, url.host or "", url.port)
+        route = parse_proxy(chosen) if chosen else None  # config validation vouched for the URL
+        if len(self._routes) < 1024:
+            self._routes[key] = route
+        return route
+
+    def _socks_session(self, route: ProxyRoute) -> aiohttp.ClientSession:
+        """SOCKS needs its own connector (aiohttp speaks only HTTP proxies): one session per proxy."""
+        session = self._socks.get(route)
+        if session is None or session.closed:
+            from aiohttp_socks import ProxyConnector, ProxyType
+
+            connector = ProxyConnector(
+                proxy_type=ProxyType.SOCKS5, host=route.host, port=route.port, username=route.username,
+                password=route.password, rdns=route.scheme == "socks5h", limit=self._max_connections,
+                keepalive_timeout=self._keepalive_s,
+            )
+            session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
+                                            auto_decompress=True)
+            self._socks[route] = session
+        return session
 
     def _timeout(self, ext: dict) -> aiohttp.ClientTimeout:
         key = (ext.get("connect"), ext.get("read"), ext.get("pool"))
@@ -88,11 +131,23 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeout = self._timeout(request.extensions.get("timeout") or {})
+        url = self._url(request.url)
+        route = self._route(request.extensions.get(PROXY_EXTENSION), url)
+        session, proxy, headers = self._get_session(), {}, request.headers.multi_items()
+        if route is not None and route.socks:
+            session = self._socks_session(route)
+        elif route is not None:
+            proxy = {"proxy": route.url}
+            auth = route.authorization
+            if auth and url.scheme == "https":  # sent with the CONNECT that opens the tunnel
+                proxy["proxy_headers"] = {"Proxy-Authorization": auth}
+            elif auth:  # a plain request goes to the proxy itself
+                headers.append(("Proxy-Authorization", auth))
         try:
-            resp = await self._get_session().request(
-                request.method, self._url(request.url), data=request.content or None,
-                headers=request.headers.multi_items(), timeout=timeout, allow_redirects=False,
-                skip_auto_headers=("user-agent",),
+            resp = await session.request(
+                request.method, url, data=request.content or None,
+                headers=headers, timeout=timeout, allow_redirects=False,
+                skip_auto_headers=("user-agent",), **proxy,
             )
         except Exception as e:
             raise _mapped(e) from e
@@ -102,6 +157,8 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
+        for session in self._socks.values():
+            await session.close()
 
 
 class UpstreamClient(httpx.AsyncClient):
@@ -110,6 +167,11 @@ class UpstreamClient(httpx.AsyncClient):
     def __init__(self, transport: LeanAiohttpTransport) -> None:
         super().__init__(transport=transport, timeout=None, follow_redirects=False)
         self.direct = transport
+
+    @property
+    def proxies(self) -> ProxyPolicy:
+        """The environment's proxy settings this client was made with."""
+        return self.direct.proxies
 
     async def send_direct(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
         resp = await self.direct.handle_async_request(request)

@@ -59,6 +59,7 @@ class SearchResult:
     error: str | None = None
     error_code: str | None = None
     cached: bool = False
+    engine_errors: tuple[tuple[str, str], ...] = ()  # (engine, error) of a multi engine's failed members
 
     @property
     def ok(self) -> bool:
@@ -72,6 +73,8 @@ class SearchResult:
         if self.summary:
             out["summary"] = self.summary
         out["hits"] = [_hit_payload(n, h) for n, h in enumerate(self.hits, 1)]
+        if self.engine_errors:
+            out["failed_engines"] = [{"engine": e, "error": msg} for e, msg in self.engine_errors]
         return out
 
 

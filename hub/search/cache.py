@@ -55,8 +55,8 @@ class SearchCache:
         return SearchResult(engine=stored.engine, query=req.query, hits=hits, summary=stored.summary, cached=True)
 
     async def put(self, engine_id: str, req: SearchRequest, result: SearchResult) -> None:
-        if not result.ok or result.cached:
-            return
+        if not self.enabled or not result.ok or result.cached or result.engine_errors:
+            return  # a partial fan-out result is not kept: the failed engines may answer next time
         stored = _Stored(
             result.engine, result.summary,
             [(h.title, h.url, h.snippet, h.source, h.published) for h in result.hits],

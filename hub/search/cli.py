@@ -1,4 +1,5 @@
-"""`searchhub search "query"`: one search with the configured engines, printed as a table or JSON."""
+"""`searchhub search "query"`: one search with the configured engines, printed as a table or JSON.
+`searchhub engines [--probe]`: the configured engines, and optionally a live search on each."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import json
 import logging
 import sys
 import textwrap
+import time
 
 from .. import config as cfgmod
 from ..backends.http import make_client
+from ..backends.proxy import mask_proxy
 from ..dispatch import Dispatcher, Gate
 from ..router import Cooldowns, Router
 from ..store.memory import MemoryStore
 from .base import SearchResult
+from .registry import engine_class, kind_of
 from .service import SearchService
 
 SNIPPET_CHARS = 240
@@ -72,3 +76,81 @@ def render(result: SearchResult) -> str:
             lines.append(pad + meta)
         lines.append("")
     return "\n".join(lines).rstrip()
+
+
+def describe_engines(cfg: cfgmod.Config) -> list[dict]:
+    """One row per engine: kind, whether a key is set (never the key), Google-backed or not."""
+    rows = []
+    for e in cfg.web_search.engines:
+        cls = engine_class(e, cfg)
+        if e.provider_key:
+            target = cfg.target(e.provider_key)
+            has_key = bool(target and target.provider.api_key)
+            key = "set" if has_key else "not set"
+            kind = f"{kind_of(e, cfg)} model ({e.provider_key})"
+        else:
+            key = "set" if e.api_key else ("not needed" if cls is not None and cls.KEYLESS else "not set")
+            kind = kind_of(e, cfg) + (f" ({', '.join(e.members)})" if e.members else "")
+        rows.append({"id": e.id, "kind": kind, "key": key, "google": e.google, "baidu": e.baidu,
+                     "default": e is cfg.web_search.default_engine,
+                     **({"proxy": mask_proxy(e.proxy)} if e.proxy else {})})
+    return rows
+
+
+def run_engines(args: argparse.Namespace) -> int:
+    path = cfgmod.config_path(args.config)
+    cfg = cfgmod.load_or_report(path)
+    if cfg is None:
+        return 1
+    rows = describe_engines(cfg)
+    if not rows:
+        print(f"{path}: no web search engine is configured (webSearch.engines is empty)", file=sys.stderr)
+        return 1
+    failed = False
+    if args.probe:
+        logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+        probes = asyncio.run(_probe(cfg, args.query))
+        for row in rows:
+            result, seconds = probes[row["id"]]
+            row["probe"] = {"ok": result.ok, "seconds": round(seconds, 2),
+                            **({"hits": len(result.hits)} if result.ok else {"error": result.error})}
+            failed = failed or not result.ok
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+    else:
+        print(render_engines(rows))
+    return 1 if failed else 0
+
+
+async def _probe(cfg: cfgmod.Config, query: str) -> dict[str, tuple[SearchResult, float]]:
+    client = make_client()
+    store = MemoryStore()
+    try:
+        router = Router(cfg, Cooldowns())
+        service = SearchService(cfg, client, router, Dispatcher(client, router, Gate()), store)
+
+        async def one(engine_id: str) -> tuple[str, tuple[SearchResult, float]]:
+            started = time.perf_counter()
+            result = await service.probe(engine_id, query)
+            return engine_id, (result, time.perf_counter() - started)
+
+        return dict(await asyncio.gather(*(one(e.id) for e in cfg.web_search.engines)))
+    finally:
+        await client.aclose()
+        await store.close()
+
+
+def render_engines(rows: list[dict]) -> str:
+    header = ["id", "kind", "key", "google", "default", "proxy"] + (["probe"] if rows and "probe" in rows[0] else [])
+    table = [header]
+    for r in rows:
+        line = [r["id"], r["kind"], r["key"], "yes" if r["google"] else "no", "yes" if r["default"] else "",
+                r.get("proxy", "")]
+        if "probe" in r:
+            p = r["probe"]
+            line.append(f"ok, {p['hits']} hit(s) in {p['seconds']:g} s" if p["ok"]
+                        else f"FAILED in {p['seconds']:g} s: {p['error']}")
+        table.append(line)
+    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
+    return "\n".join("  ".join([c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)] + [row[-1]]).rstrip()
+                     for row in table)

@@ -7,18 +7,17 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import httpx
 
+from ..backends.proxy import ProxyPolicy, proxy_secrets
 from ..config import EngineConfig, WebSearchConfig
+from ..dispatch import Dispatcher
+from ..router import Router
 from .base import UNAVAILABLE, EngineError, Parsed, SearchRequest, SearchResult, failure
 from .fetch import Outgoing, fetch_json, redact
 from .sanitize import bound
-
-if TYPE_CHECKING:
-    from ..dispatch import Dispatcher
-    from ..router import Router
 
 log = logging.getLogger("searchhub.search")
 
@@ -32,12 +31,24 @@ class EngineContext:
     router: Router | None = None
     dispatcher: Dispatcher | None = None
     backends: Mapping[str, type] = field(default_factory=dict)  # provider type -> ModelEngine class
+    proxies: ProxyPolicy = field(default_factory=ProxyPolicy)  # the environment's, for engines with their own HTTP
 
 
 class Engine:
-    """Base of all engines. search() never raises for anything a provider can do."""
+    """Base of all engines. search() never raises for anything a provider can do.
+
+    Class attributes declare what config validation and the tool offer need to know:"""
 
     MAX_COUNT: ClassVar[int] = 50  # the most results the service itself returns per call
+    KEYLESS: ClassVar[bool] = False  # an API engine that works without an apiKey
+    NEEDS_BASE_URL: ClassVar[bool] = False  # no public service: baseURL is required (self-hosted)
+    INDEX: ClassVar[str | None] = None  # whose web index answers: "google", "baidu", ... or None
+
+    @classmethod
+    def index(cls, options: Mapping[str, Any]) -> str | None:
+        """The index this engine searches with these options (an engine whose backend is a
+        choice, like ddgs or jina, overrides it). "google" makes an engine Google-backed."""
+        return cls.INDEX
 
     def __init__(self, config: EngineConfig, ctx: EngineContext) -> None:
         self.config = config
@@ -50,7 +61,7 @@ class Engine:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        return (self.config.api_key,) if self.config.api_key else ()
+        return ((self.config.api_key,) if self.config.api_key else ()) + proxy_secrets(self.config.proxy)
 
     async def search(self, req: SearchRequest) -> SearchResult:
         try:
@@ -99,8 +110,13 @@ class ApiEngine(Engine):
 
     async def run(self, req: SearchRequest) -> Parsed:
         out = self.request(req)
-        data = await fetch_json(self.ctx.client, out, timeout=self.timeout_s, secrets=self.secrets)
+        data = await fetch_json(self.ctx.client, out, timeout=self.timeout_s, secrets=self.secrets,
+                                proxy=self.config.proxy)
         return self.parse(data)
+
+    def bearer(self) -> dict[str, str]:
+        """The `Authorization: Bearer <apiKey>` header most search APIs take."""
+        return {"Authorization": f"Bearer {self.config.api_key or ''}"}
 
     def options(self, **ours: Any) -> dict[str, Any]:
         """Engine `options` are defaults in the provider's own parameter names; what the search asks

@@ -11,6 +11,7 @@ import httpx
 import msgspec
 
 from ..backends.http import send
+from ..backends.transport import PROXY_EXTENSION
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError
 from .sanitize import clean_text, truncate
 
@@ -31,18 +32,35 @@ class Outgoing:
 
 
 async def fetch_json(
-    client: httpx.AsyncClient, out: Outgoing, *, timeout: float, secrets: Iterable[str | None] = ()
+    client: httpx.AsyncClient, out: Outgoing, *, timeout: float, secrets: Iterable[str | None] = (),
+    proxy: str | None = None,
 ) -> Any:
-    headers = httpx.Headers({"accept": "application/json"})
+    resp = await fetch(client, out, timeout=timeout, proxy=proxy)
+    if resp.status_code != 200:
+        raise status_error(resp.status_code, resp.content, secrets)
+    try:
+        return _decode(resp.content)
+    except msgspec.DecodeError:
+        raise EngineError("the search service sent malformed JSON") from None
+
+
+async def fetch(client: httpx.AsyncClient, out: Outgoing, *, timeout: float, proxy: str | None = None,
+                accept: str = "application/json") -> httpx.Response:
+    """Send one request (through the engine's proxy, when it has one); transport failures become
+    EngineErrors that name no host, proxy or key."""
+    headers = httpx.Headers({"accept": accept})
     headers.update(out.headers)  # case-insensitive: the engine's own spelling wins
     content = None
     if out.json is not None:
         content = _encode(out.json)
         headers.setdefault("content-type", "application/json")
+    ext: dict[str, Any] = {"timeout": httpx.Timeout(timeout).as_dict()}
+    if proxy is not None:
+        ext[PROXY_EXTENSION] = proxy
     request = httpx.Request(out.method, out.url, params=out.params, content=content, headers=headers,
-                            extensions={"timeout": httpx.Timeout(timeout).as_dict()})
+                            extensions=ext)
     try:
-        resp = await send(client, request, stream=False)
+        return await send(client, request, stream=False)
     except (httpx.ConnectError, httpx.ConnectTimeout):
         # The aiohttp transport reports a refused connection as ConnectTimeout.
         raise EngineError("cannot reach the search service (connection failed)") from None
@@ -50,12 +68,6 @@ async def fetch_json(
         raise EngineError(f"the search service timed out after {timeout:g} s") from None
     except httpx.HTTPError as e:
         raise EngineError(f"cannot reach the search service ({type(e).__name__})") from None
-    if resp.status_code != 200:
-        raise status_error(resp.status_code, resp.content, secrets)
-    try:
-        return _decode(resp.content)
-    except msgspec.DecodeError:
-        raise EngineError("the search service sent malformed JSON") from None
 
 
 def status_error(status: int, body: bytes | None, secrets: Iterable[str | None] = ()) -> EngineError:

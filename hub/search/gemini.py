@@ -32,6 +32,8 @@ def rfc3339(t: datetime) -> str:
 
 
 class GeminiEngine(ModelEngine):
+    INDEX = "google"
+
     @classmethod
     def build(cls, target: Target, req: SearchRequest, options: dict) -> tuple[str, dict[str, str], dict]:
         google_search: dict[str, Any] = {}

@@ -1,4 +1,4 @@
-"""Search-capable models (seed 004's secondary call): the engine's providerKey is the preferred target
+"""Search-capable models (docs/engines.md): the engine's providerKey is the preferred target
 of the web_search route; the dispatcher fails over through the route's other targets with cooldowns,
 and each target gets the request of ITS provider type (a gemini target the Gemini request)."""
 
@@ -6,16 +6,48 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from ..backends.http import UpstreamError, post_json
+from ..backends.proxy import proxy_secrets
 from ..config import SEARCH_ROUTE, EngineConfig, Target
 from ..dispatch import AllTargetsFailed
-from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError, Parsed, SearchRequest
+from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError, Parsed, RawHit, SearchRequest
 from .engine import Engine, EngineContext
 from .fetch import status_error
 
 _AUTH_HEADER = re.compile(r"auth|key|token|secret", re.I)
+# Markdown links and bare URLs in an answer text (for models that return no structured sources).
+_MD_LINK = re.compile(r"\[([^\[\]\n]{1,300})\]\((https?://(?:[^\s()<>]|\([^\s()<>]{0,200}\)){1,2048})\)")
+_BARE_URL = re.compile(r"https?://[^\s<>\[\]\"'`]{1,2048}")
+
+# (url, headers, body) -> the upstream's JSON answer; raises UpstreamError.
+Post = Callable[[str, dict[str, str], dict], Awaitable[dict]]
+
+
+def int_option(options: dict, name: str, default: int, upper: int) -> int:
+    """A positive integer engine option, or its default when the value is anything else."""
+    value = options.get(name, default)
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 < value <= upper
+    return value if ok else default
+
+
+def cited_links(text: Any) -> list[RawHit]:
+    """The links an answer text names, in order: Markdown links with their text as the title, then
+    bare URLs. For backends whose only sources are the URLs the model writes."""
+    if not isinstance(text, str):
+        return []
+    hits = [RawHit(m.group(1), m.group(2), "") for m in _MD_LINK.finditer(text)]
+    linked = {h.url for h in hits}
+    for m in _BARE_URL.finditer(_MD_LINK.sub(" ", text)):
+        url = m.group(0).rstrip(".,;:!?*_")
+        while url.endswith(")") and url.count(")") > url.count("("):  # "(see https://x/y)."
+            url = url[:-1].rstrip(".,;:!?*_")
+        if url not in linked:
+            linked.add(url)
+            hits.append(RawHit(None, url, ""))
+    return hits
 
 
 class ModelEngine(Engine):
@@ -30,7 +62,7 @@ class ModelEngine(Engine):
         providers = [t.provider for pool in ctx.router.config.router.routes.get(SEARCH_ROUTE, ()) for t in pool.targets]
         self._secrets = tuple(dict.fromkeys(
             s for p in providers
-            for s in (p.api_key, *(v for k, v in p.headers.items() if _AUTH_HEADER.search(k)))
+            for s in (p.api_key, *(v for k, v in p.headers.items() if _AUTH_HEADER.search(k)), *proxy_secrets(p.proxy))
             if s
         ))
 
@@ -48,6 +80,13 @@ class ModelEngine(Engine):
         """The model's answer -> raw hits and the answer text as summary; EngineError if malformed."""
         raise NotImplementedError
 
+    @classmethod
+    async def exchange(cls, post: Post, target: Target, req: SearchRequest, options: dict) -> Parsed:
+        """The whole conversation with one target: one request and its answer, unless the backend
+        needs a round trip (Kimi's $web_search echo)."""
+        url, headers, body = cls.build(target, req, options)
+        return cls.parse(await post(url, headers, body))
+
     async def run(self, req: SearchRequest) -> Parsed:
         ctx = self.ctx
         assert ctx.router is not None and ctx.dispatcher is not None
@@ -64,22 +103,24 @@ class ModelEngine(Engine):
 
         async def call(target: Target) -> Parsed:
             backend: type[ModelEngine] = ctx.backends[target.provider.type]
-            url, headers, body = backend.build(target, req, options)
-            timeout = max(deadline - loop.time(), 0.05)
+
+            async def post(url: str, headers: dict[str, str], body: dict) -> dict:
+                timeout = max(deadline - loop.time(), 0.05)
+                try:
+                    return await post_json(ctx.client, target.provider, url, body, headers, retries=retries,
+                                           timeout=timeout)
+                except UpstreamError as e:
+                    # The request is ours, not a client's: any target failure (a 4xx too, e.g. a
+                    # revoked key) is a reason to try the next target.
+                    e.retryable = True
+                    if e.status is not None and e.body is not None:  # an HTTP error: say what it was
+                        e.reason = status_error(e.status, e.body, self.secrets).message
+                    raise
+
             try:
-                data = await post_json(ctx.client, target.provider, url, body, headers, retries=retries,
-                                       timeout=timeout)
-            except UpstreamError as e:
-                # The request is ours, not a client's: any target failure (a 4xx too, e.g. a
-                # revoked key) is a reason to try the next target.
-                e.retryable = True
-                if e.status is not None and e.body is not None:  # an HTTP error: say what it was
-                    e.reason = status_error(e.status, e.body, self.secrets).message
-                raise
-            try:
-                return backend.parse(data)
-            except EngineError as e:  # a malformed answer: let the next target try
-                raise UpstreamError(e.message, status=502) from None
+                return await backend.exchange(post, target, req, options)
+            except EngineError as e:  # a malformed answer or a failed search: let the next target try
+                raise UpstreamError(e.message, status=429 if e.code == TOO_MANY_REQUESTS else 502) from None
 
         try:
             parsed, _ = await ctx.dispatcher.run(SEARCH_ROUTE, candidates, call)

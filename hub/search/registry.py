@@ -1,32 +1,73 @@
-"""Engine kind -> engine class. Adding an engine is one module and one line here."""
+"""Engine kind -> engine class. Adding an engine is one module and one line here.
+
+Two tables, because a name can be both: `perplexity` is the Search API as an engine `type` and the
+Sonar chat models as a provider type; `ollama` is the hosted search API and a local chat server."""
 
 from __future__ import annotations
 
 from ..config import Config, EngineConfig
+from .anthropic import AnthropicEngine
+from .baidu import BaiduEngine
+from .bocha import BochaEngine
 from .brave import BraveEngine
+from .dashscope import DashscopeEngine
+from .ddgs import DdgsEngine
 from .engine import Engine, EngineContext
 from .exa import ExaEngine
+from .firecrawl import FirecrawlEngine
 from .gemini import GeminiEngine
 from .glm import GlmEngine
+from .jina import JinaEngine
+from .linkup import LinkupEngine
 from .model import ModelEngine
+from .moonshot import MoonshotEngine
+from .multi import MultiEngine
+from .ollama import OllamaEngine
+from .openai import OpenAIEngine
+from .perplexity import PerplexityEngine
 from .searxng import SearxngEngine
 from .serper import SerperEngine
+from .sonar import SonarEngine
 from .tavily import TavilyEngine
+from .zhipu import ZhipuEngine
 
-# An API engine's `type`, or the provider type of an LLM engine's providerKey.
-ENGINES: dict[str, type[Engine]] = {
+# An API engine's `type` in engines.json.
+API_ENGINES: dict[str, type[Engine]] = {
+    "ddgs": DdgsEngine,
     "serper": SerperEngine,
     "brave": BraveEngine,
     "exa": ExaEngine,
     "tavily": TavilyEngine,
     "searxng": SearxngEngine,
-    "glm": GlmEngine,
-    "gemini": GeminiEngine,
+    "bocha": BochaEngine,
+    "zhipu": ZhipuEngine,
+    "baidu": BaiduEngine,
+    "ollama": OllamaEngine,
+    "jina": JinaEngine,
+    "perplexity": PerplexityEngine,
+    "firecrawl": FirecrawlEngine,
+    "linkup": LinkupEngine,
+    "multi": MultiEngine,
 }
 
-MODEL_BACKENDS: dict[str, type[ModelEngine]] = {
-    kind: cls for kind, cls in ENGINES.items() if issubclass(cls, ModelEngine)
+# The provider type of a search-capable model (an LLM engine's providerKey).
+MODEL_ENGINES: dict[str, type[ModelEngine]] = {
+    "glm": GlmEngine,
+    "gemini": GeminiEngine,
+    "dashscope": DashscopeEngine,
+    "moonshot": MoonshotEngine,
+    "perplexity": SonarEngine,
+    "openai": OpenAIEngine,
+    "anthropic": AnthropicEngine,
 }
+MODEL_BACKENDS = MODEL_ENGINES  # the name the service passes to EngineContext
+
+
+def engine_class(engine: EngineConfig, config: Config) -> type[Engine] | None:
+    if engine.provider_key:
+        target = config.target(engine.provider_key)
+        return MODEL_ENGINES.get(target.provider.type) if target else None
+    return API_ENGINES.get(engine.type or "")
 
 
 def kind_of(engine: EngineConfig, config: Config) -> str:
@@ -37,11 +78,13 @@ def kind_of(engine: EngineConfig, config: Config) -> str:
 
 
 def build_engines(config: Config, ctx: EngineContext) -> dict[str, Engine]:
-    """One engine object per configured engine (config validation already vouched for the kinds)."""
+    """One engine object per configured engine (config validation already vouched for the kinds).
+    Multi engines are built last: they hold their members."""
     out: dict[str, Engine] = {}
-    for e in config.web_search.engines:
-        cls = ENGINES.get(kind_of(e, config))
+    engines = sorted(config.web_search.engines, key=lambda e: e.type == "multi")
+    for e in engines:
+        cls = engine_class(e, config)
         if cls is None:
             raise ValueError(f"webSearch engine {e.id}: no engine implements '{kind_of(e, config)}'")
-        out[e.id] = cls(e, ctx)
-    return out
+        out[e.id] = cls(e, ctx, members=out) if cls is MultiEngine else cls(e, ctx)
+    return {e.id: out[e.id] for e in config.web_search.engines}

@@ -117,7 +117,7 @@ def domain_matches(host: str, domains: Iterable[str]) -> bool:
     return any(host == d or host.endswith("." + d) for d in domains)
 
 
-def _dedup_key(url: str) -> tuple[str, str, str]:
+def dedup_key(url: str) -> tuple[str, str, str]:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower().removeprefix("www.")
     return host, parts.path.rstrip("/") or "/", parts.query
@@ -147,7 +147,7 @@ def bound(
             continue
         if req.blocked_domains and domain_matches(host, req.blocked_domains):
             continue
-        key = _dedup_key(url)
+        key = dedup_key(url)
         if key in seen:
             continue
         seen.add(key)

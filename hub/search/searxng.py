@@ -15,6 +15,8 @@ TIME_RANGE = {"oneDay": "day", "oneWeek": "week", "oneMonth": "month", "oneYear"
 class SearxngEngine(ApiEngine):
     DEFAULT_BASE_URL = "http://127.0.0.1:8888"  # there is no public default: config requires baseURL
     MAX_COUNT = 50  # SearXNG has no count parameter; a page is cut to the count
+    KEYLESS = True
+    NEEDS_BASE_URL = True
 
     def request(self, req: SearchRequest) -> Outgoing:
         params = self.options(q=req.query, format="json", time_range=TIME_RANGE.get(req.recency or ""))
@@ -24,7 +26,8 @@ class SearxngEngine(ApiEngine):
 
     async def run(self, req: SearchRequest) -> Parsed:
         try:
-            data = await fetch_json(self.ctx.client, self.request(req), timeout=self.timeout_s, secrets=self.secrets)
+            data = await fetch_json(self.ctx.client, self.request(req), timeout=self.timeout_s, secrets=self.secrets,
+                                    proxy=self.config.proxy)
         except EngineError as e:
             if e.status == 403:
                 raise EngineError(

@@ -14,6 +14,7 @@ TBS = {"oneDay": "qdr:d", "oneWeek": "qdr:w", "oneMonth": "qdr:m", "oneYear": "q
 class SerperEngine(ApiEngine):
     DEFAULT_BASE_URL = "https://google.serper.dev"
     MAX_COUNT = 50
+    INDEX = "google"
 
     def request(self, req: SearchRequest) -> Outgoing:
         country = req.country

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from .. import metrics
+from ..backends.proxy import ProxyPolicy
 from ..config import Config, EngineConfig
 from ..dispatch import Dispatcher
 from ..router import Router
@@ -45,14 +46,17 @@ class SearchService:
     ) -> None:
         self.config = config
         self._ws = config.web_search
-        ctx = EngineContext(client, self._ws, router, dispatcher, MODEL_BACKENDS)
+        proxies = getattr(client, "proxies", None) or ProxyPolicy()
+        ctx = EngineContext(client, self._ws, router, dispatcher, MODEL_BACKENDS, proxies)
         self._engines: dict[str, Engine] = build_engines(config, ctx)
         self._folded = {e.id.casefold(): e for e in self._ws.engines}
         self.cache = SearchCache(store, self._ws.cache_ttl_s)
 
-    def engines(self, *, google_only: bool = False) -> list[EngineConfig]:
-        """All engines, or only the Google-backed ones (all of them when none is)."""
+    def engines(self, *, google_only: bool = False, baidu_only: bool = False) -> list[EngineConfig]:
+        """All engines, or only the Google-backed (Baidu-backed) ones (all of them when none is)."""
         engines = list(self._ws.engines)
+        if baidu_only:
+            return [e for e in engines if e.baidu] or engines
         if google_only:
             return [e for e in engines if e.google] or engines
         return engines
@@ -134,6 +138,10 @@ class SearchService:
         result = await engine.search(req)
         await self.cache.put(config.id, req, result)
         return result
+
+    async def probe(self, engine_id: str, query: str, count: int = 1) -> SearchResult:
+        """One live search on exactly this engine: no cache, no fallback (`searchhub engines --probe`)."""
+        return await self._engines[engine_id].search(SearchRequest(query=clean_query(query), count=count))
 
     def _fallbacks(self, chosen: EngineConfig) -> list[EngineConfig]:
         """The default engine first, then the others in config order."""

@@ -26,7 +26,7 @@ class TavilyEngine(ApiEngine):
             include_domains=list(req.allowed_domains) or None,
             exclude_domains=list(req.blocked_domains) or None,
         )
-        headers = {"Authorization": f"Bearer {self.config.api_key or ''}"}
+        headers = self.bearer()
         return Outgoing("POST", f"{self.base_url}/search", headers, json=body)
 
     @staticmethod

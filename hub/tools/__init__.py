@@ -2,8 +2,7 @@
 (hub/tools/base.py), built per config by hub/tools/registry.py."""
 
 from .arguments import ArgumentError, parse_arguments
-from .base import Hosted, HostedFetch, Rendered, ServerTool, ToolCall, ToolRequest, Transcript
-from .registry import Parts, ServerTools, build
+from .base import Hosted, HostedFetch, HostedSearch, Rendered, ServerTool, ToolCall, ToolRequest, Transcript
 
-__all__ = ["ArgumentError", "Hosted", "HostedFetch", "Parts", "Rendered", "ServerTool", "ServerTools", "ToolCall",
-           "ToolRequest", "Transcript", "build", "parse_arguments"]
+__all__ = ["ArgumentError", "Hosted", "HostedFetch", "HostedSearch", "Rendered", "ServerTool", "ToolCall",
+           "ToolRequest", "Transcript", "parse_arguments"]

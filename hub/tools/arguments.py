@@ -1,7 +1,7 @@
 """A model's tool-call arguments as a dict, for every server tool and for client calls re-encoded
 for Anthropic.
 
-Local models emit arguments in many broken shapes (docs/architecture.md, "Arguments"); everything here
+Local models emit arguments in many broken shapes (tests/test_tools.py has them); everything here
 repairs what can be repaired and otherwise raises ArgumentError, whose message is written for the
 model to read and retry.
 """

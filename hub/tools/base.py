@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from ..citations import Source
-from ..events import HostedSearch
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,12 +126,25 @@ class Transcript:
             self.messages.append(message)
 
 
+@dataclass(slots=True)
+class HostedSearch:
+    """The client offered a provider-hosted search tool (Responses `web_search`, Anthropic
+    `web_search_20250305`): the gateway runs the search loop itself and shows the searches."""
+
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+    max_uses: int | None = None
+    user_location: dict | None = None
+    context_size: str | None = None  # low | medium | high -> result count
+
+
 @dataclass(frozen=True, slots=True)
 class ToolRequest:
     """What one request says about its server tools (decided by the pipeline's plan)."""
 
     hosted: HostedSearch | None = None  # the client offered a provider-hosted search tool
     google: bool = False  # Google-preferred intent
+    baidu: bool = False  # Baidu-preferred (`百度一下` with webSearch.baiduPreference "baidu")
     count_hint: int | None = None  # results wanted when the call names no count (hosted context size)
     hosted_fetch: HostedFetch | None = None  # the client offered a provider-hosted fetch tool
     provider: str = ""  # the provider id of the target serving the request (per-backend settings)

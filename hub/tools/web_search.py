@@ -330,13 +330,17 @@ class WebSearch:
         self.name = config.tool_name
         self.search = search
         engine_required = config.default_engine is None and len(config.engines) > 1
-        self._schemas = {google: web_search_tool([(e.id, e.description) for e in search.engines(google_only=google)],
-                                                 engine_required=engine_required, name=self.name)
-                         for google in (False, True)}
-        google = search.engines(google_only=True)
+        # narrowed engine lists, decided here once: (google, baidu) -> schema and default-engine hint
+        self._schemas: dict[tuple[bool, bool], dict] = {}
+        self._hints: dict[tuple[bool, bool], str | None] = {}
         default = config.default_engine
-        # Google-preferred intent: calls that name no engine go to a Google-backed one
-        self._google_hint = google[0].id if google and (default is None or not default.google) else None
+        for key in ((False, False), (True, False), (False, True)):
+            engines = search.engines(google_only=key[0], baidu_only=key[1])
+            self._schemas[key] = web_search_tool([(e.id, e.description) for e in engines],
+                                                 engine_required=engine_required, name=self.name)
+            # a preferred index: calls that name no engine go to an engine on it
+            backed = (default is not None and (default.google if key[0] else default.baidu))
+            self._hints[key] = engines[0].id if any(key) and engines and not backed else None
 
     def offered(self, request: ToolRequest) -> bool:
         """Whenever the gateway injects its tools, unless the client's hosted tools leave search out."""
@@ -346,11 +350,11 @@ class WebSearch:
         return request.hosted.max_uses if request.hosted is not None else None
 
     def schema(self, request: ToolRequest) -> dict:
-        return self._schemas[request.google]
+        return self._schemas[(request.google and not request.baidu, request.baidu)]
 
     def call(self, call_id: str, raw_arguments: Any, request: ToolRequest) -> SearchCall:
         args = search_args(raw_arguments, tool_name=self.name)
-        engine = args.engine or (self._google_hint if request.google else None)
+        engine = args.engine or self._hints[(request.google and not request.baidu, request.baidu)]
         count = args.count or (_CONTEXT_COUNTS.get(request.hosted.context_size or "")
                                if request.hosted is not None else None)
         return SearchCall(call_id, args.query, engine, recency=args.recency, count=count)

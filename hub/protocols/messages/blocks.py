@@ -9,12 +9,10 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...ids import random_alnum
-
-if TYPE_CHECKING:
-    from ...tools.base import ToolCall
+from ...tools.base import ToolCall
 
 _ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 _TOOL_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -172,8 +170,7 @@ def url_citation(annotation: object) -> tuple[str, object, int | None, int | Non
 
 
 def text_blocks(text: str, annotations: object, hits: HitIndex) -> list[dict]:
-    """Cut the text at annotation boundaries: cited spans become text blocks with citations
-    (protocols.md 9.7)."""
+    """Cut the text at annotation boundaries: cited spans become text blocks with citations."""
     spans: list[tuple[int, int, dict]] = []
     for annotation in annotations if isinstance(annotations, list) else ():
         parsed = url_citation(annotation)

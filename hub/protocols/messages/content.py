@@ -1,4 +1,4 @@
-"""Anthropic content blocks and messages -> chat messages (protocols.md 3.3, 4.5, 9.1-9.4).
+"""Anthropic content blocks and messages -> chat messages (docs/claude-code.md).
 
 Consecutive user turns merge (chat templates expect alternation); tool results become `tool`
 messages right after the assistant's calls; a replayed hosted search becomes the tool round the
@@ -287,7 +287,7 @@ def _assistant(history: _History, blocks: list[dict], path: str) -> None:
             history.assistant(text, [server_call])
             history.tool(call_id, result)
             groups = []
-        # thinking / redacted_thinking: opaque to other backends, dropped (protocols.md 9.4)
+        # thinking / redacted_thinking: opaque to other backends, dropped
     text = "\n\n".join(g for g in groups if g)
     if text or calls:
         history.assistant(text, calls)

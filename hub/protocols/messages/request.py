@@ -1,4 +1,4 @@
-"""Anthropic Messages request -> the internal chat request (protocols.md 3.2-3.4, 9.3).
+"""Anthropic Messages request -> the internal chat request (docs/claude-code.md).
 
 Liberal in what it accepts: unknown fields and block types are ignored. A value of the wrong type
 in a field we read is a BadRequest naming its path, e.g. `messages[2].content[0].source`.
@@ -14,8 +14,7 @@ from typing import Any
 import msgspec
 
 from ...errors import BadRequest
-from ...events import HostedSearch
-from ...tools.base import HostedFetch
+from ...tools.base import HostedFetch, HostedSearch
 from .content import DEFAULT_REPLAYS, Replays, bad_request, chat_messages, loaded_tools, string
 
 _LOCATION_KEYS = ("city", "region", "country", "timezone")
@@ -138,7 +137,7 @@ def _tools(raw: object, loaded: set[str]) -> tuple[list[dict], _Hosted]:
         if not isinstance(schema, dict):
             raise bad_request(f"{path}.input_schema", "must be a JSON Schema object")
         if tool.get("defer_loading") is True and name not in loaded:
-            continue  # Claude Code's ToolSearch has not loaded it yet (protocols.md 4.5)
+            continue  # Claude Code's ToolSearch has not loaded it yet (docs/claude-code.md)
         function: dict[str, Any] = {"name": name, "parameters": schema}
         description = tool.get("description")
         if isinstance(description, str) and description:
@@ -176,9 +175,6 @@ def _tool_choice(raw: object, body: dict) -> None:
         body["tool_choice"] = choice
     if raw.get("disable_parallel_tool_use") is True:
         body["parallel_tool_calls"] = False
-
-
-# --- messages -----------------------------------------------------------------------------------
 
 
 # --- request ------------------------------------------------------------------------------------

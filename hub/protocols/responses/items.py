@@ -1,4 +1,4 @@
-"""Responses input items -> chat messages (protocols.md 2.3, 9.1, 9.2, 9.4).
+"""Responses input items -> chat messages (docs/responses.md).
 
 Raises BadRequest naming the JSON path of a malformed item; drops, with a reason, the items a chat
 backend has no use for (reasoning, replayed web searches, other providers' hosted tools).

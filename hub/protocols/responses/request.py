@@ -1,4 +1,4 @@
-"""A Responses API request -> the internal chat request (protocols.md 2.2-2.4 and 9.1-9.4).
+"""A Responses API request -> the internal chat request (docs/responses.md).
 
 Pure: a request dict in, a chat body and a ResponsesContext out, or BadRequest naming the JSON path
 of what is wrong. Tools are reshaped in responses_tools, input items in responses_items; this module
@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import BadRequest
-from ...events import HostedSearch
-from ...tools.base import HostedFetch
+from ...tools.base import HostedFetch, HostedSearch
 from .items import Conversation
 from .tools import Allowed, ToolRef, ToolSet, custom_input, hosted_search, translate_tool_choice
 
@@ -27,7 +26,7 @@ class ResponsesContext:
     """What the encoders need from the request: echoes, the tool map, the hosted search offer."""
 
     model: str
-    echo: dict[str, Any]  # request fields a Response object repeats (protocols.md 2.5)
+    echo: dict[str, Any]  # request fields a Response object repeats
     tools: dict[str, ToolRef] = field(default_factory=dict)  # chat function name -> client tool
     hosted: HostedSearch | None = None
     hosted_fetch: HostedFetch | None = None  # with the hosted web_search, calls may open pages (open_page)

@@ -1,4 +1,4 @@
-"""Responses tools -> chat function tools, and the map back (protocols.md 2.4, 9.3).
+"""Responses tools -> chat function tools, and the map back (docs/responses.md).
 
 Chat backends know only function tools. A custom (freeform) tool becomes a function with one string
 parameter `input`; namespace tools are flattened; the built-in web_search tool is not a chat tool but
@@ -15,7 +15,7 @@ from typing import Any
 
 from ...coerce import str_or_empty, str_or_none
 from ...errors import BadRequest
-from ...events import HostedSearch
+from ...tools.base import HostedSearch
 
 HOSTED_SEARCH_TOOLS = frozenset(
     {"web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"}

@@ -1,0 +1,41 @@
+"""Helpers the tests share: configs, engine entries, a started redis-server (fixtures are in conftest)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .fakes.redis_server import RedisServer, RedisServerMissing
+from .fakes.search_providers import KEYS
+
+
+def base_config(model_url: str, **overrides) -> dict:
+    """A minimal engines.json: one self-hosted provider 'local' serving model 'm' on the default route."""
+    cfg = {
+        "providers": {"local": {"type": "vllm", "baseURL": model_url}},
+        "virtualrouter": {"routing": {"default": [{"id": "p", "priority": 100, "targets": ["local.m"]}]},
+                          "cooldownMs": 30000, "retries": 0},
+        "server": {"reloadIntervalMs": 100},
+    }
+    for k, v in overrides.items():
+        cfg[k] = v
+    return cfg
+
+
+def start_redis(password: str | None = None) -> RedisServer:
+    """A started redis-server. CI installs it, so a missing one fails the test, never skips it."""
+    try:
+        server = RedisServer(password=password)
+    except RedisServerMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+    server.start()
+    return server
+
+
+def searxng_engine(fakes, id: str = "searxng", **extra) -> dict:
+    return {"id": id, "type": "searxng", "baseURL": fakes.base_url(fakes.server, "searxng"),
+            "description": "SearXNG metasearch", **extra}
+
+
+def serper_engine(fakes, id: str = "serper", **extra) -> dict:
+    return {"id": id, "type": "serper", "apiKey": KEYS["serper"], "baseURL": fakes.base_url(fakes.server, "serper"),
+            "description": "Google results via Serper", **extra}
