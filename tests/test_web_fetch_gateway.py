@@ -109,7 +109,8 @@ def test_chat_model_searches_then_reads_a_result_page(gateway, fake_model, searc
 
 
 def test_chat_fetch_of_a_url_the_conversation_never_showed_is_refused(gateway, fake_model, search_fakes,
-                                                                       site) -> None:
+                                                                       site, caplog) -> None:
+    caplog.set_level("INFO", logger="searchhub.fetch")
     gw = gateway(config(fake_model.url, search_fakes, site))
     made_up = site.origin + "/article?leak=secret"
     fake_model.script({"tool_calls": [{"name": "web_fetch", "arguments": {"url": made_up}}]}, {"content": "Sorry."})
@@ -119,6 +120,15 @@ def test_chat_fetch_of_a_url_the_conversation_never_showed_is_refused(gateway, f
     (refusal,) = tool_payloads(fake_model.requests[-1])
     assert refusal["error_code"] == "url_not_in_prior_context"
     assert site.connections == 0
+    # counted by reason, logged without the query string, never a URL in the metrics
+    with gw.client() as c:
+        exposed = c.get("/metrics").text
+    assert 'web_fetch_blocked_total{reason="not_in_context"}' in exposed
+    assert 'web_fetch_calls_total{outcome="url_not_in_prior_context"}' in exposed
+    assert "leak=" not in exposed
+    logged = [r.getMessage() for r in caplog.records if r.name == "searchhub.fetch"]
+    assert any("/article -> url_not_in_prior_context" in line for line in logged)
+    assert not any("secret" in line for line in logged)
 
 
 def test_default_config_refuses_the_loopback_site(gateway, fake_model, search_fakes, site) -> None:

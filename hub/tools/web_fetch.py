@@ -17,7 +17,8 @@ import msgspec
 from .. import metrics
 from ..citations import Source
 from ..config import WebFetchConfig
-from ..fetcher import UNTRUSTED_NOTE, Fetcher, FetchResult, UrlPolicy, normalize
+from ..fetcher import Fetcher, FetchResult, UrlPolicy, normalize, tool_content
+from ..fetcher.content import UNTRUSTED_NOTE
 from ..fetcher.result import MAX_USES_EXCEEDED, failure
 from ..search.sanitize import truncate
 from . import passages
@@ -28,7 +29,6 @@ log = logging.getLogger("searchhub.tools")
 WEB_FETCH = "web_fetch"
 HOSTED = Hosted(action="open_page", anthropic_name="web_fetch", anthropic_result="web_fetch_tool_result",
                 usage_key="web_fetch_requests")
-NOTE = UNTRUSTED_NOTE + " Cite it by its number as [n]."
 MIN_CHARS = 200  # the smallest max_chars a call may ask for
 MIN_ROOM = 600  # below this many bytes of budget a page is not worth cutting down to fit
 CHARS_PER_TOKEN = 4  # Anthropic's max_content_tokens is approximate; so is this
@@ -266,51 +266,42 @@ class WebFetch:
             message = getattr(result, "error", None) or "the fetch failed"
             return Rendered(_encode({"url": call.url, "error": message, "error_code": code}).decode(), [])
         text = result.text
-        truncated = result.truncated
         if call.find:
             spans = passages.find(text, call.find)
             text = passages.excerpts(text, spans) if spans else ""
-        if call.max_chars is not None and len(text) > call.max_chars:
-            text, truncated = truncate(text, call.max_chars), True
-        payload: dict[str, Any] = {
-            "n": first_n, "note": NOTE, "url": call.url, "final_url": result.final_url, "title": result.title,
-            "retrieved_at": result.retrieved_at, "truncated": truncated,
-        }
-        if call.find:
-            payload["find"] = call.find
-            if not text:
-                payload["matches"] = 0
-        payload["text"] = text
-        out = _encode(payload)
-        if room is not None and len(out) > room and room >= MIN_ROOM:
-            text, out = _fit(payload, text, room)
+        cut = call.max_chars is not None and len(text) > call.max_chars
+        if cut:
+            text = truncate(text, call.max_chars or 0)
+        out = tool_content(result, n=first_n, text=text, truncated=cut, find=call.find)
+        if room is not None and len(out.encode()) > room >= MIN_ROOM:
+            text, out = _fit(result, first_n, text, call.find, room)
         call.text = text
         source = Source(first_n, call.page_url, result.title or call.page_url, truncate(text, 300))
-        return Rendered(out.decode(), [source])
+        return Rendered(out, [source])
 
     def replay(self, shown_input: dict, content: Any) -> tuple[dict, str]:
         return replay(shown_input, content)
 
 
-def _fit(payload: dict, text: str, room: int) -> tuple[str, bytes]:
-    """Cut the page text until the whole payload fits in `room` bytes."""
-    payload["truncated"] = True
-    overhead = len(_encode({**payload, "text": ""}))
+def _fit(result: FetchResult, n: int, text: str, find: str | None, room: int) -> tuple[str, str]:
+    """Cut the page text until the whole tool content fits in `room` bytes."""
+
+    def render(part: str) -> str:
+        return tool_content(result, n=n, text=part, truncated=True, find=find)
+
+    overhead = len(render("").encode())
     keep = len(text)
-    while True:
+    while keep > 0:
         # the JSON-encoded text is at least as long as its UTF-8 bytes: scale the cut by the overshoot
         encoded = len(_encode(text[:keep]))
-        budget = room - overhead
-        if encoded <= budget or keep == 0:
+        if encoded <= room - overhead:
             break
-        keep = max(0, min(keep - 1, keep * budget // max(encoded, 1) - 2))
+        keep = max(0, min(keep - 1, keep * (room - overhead) // max(encoded, 1) - 2))
     cut = truncate(text, keep) if keep < len(text) else text
-    payload["text"] = cut
-    out = _encode(payload)
-    while len(out) > room and cut:  # the ellipsis may tip it over
+    out = render(cut)
+    while len(out.encode()) > room and cut:  # the ellipsis may tip it over
         cut = cut[:-8]
-        payload["text"] = cut
-        out = _encode(payload)
+        out = render(cut)
     return cut, out
 
 
@@ -324,7 +315,7 @@ def replay(shown_input: dict, content: Any) -> tuple[dict, str]:
     url = content.get("url") if isinstance(content.get("url"), str) else url
     doc = content.get("content") if isinstance(content.get("content"), dict) else {}
     title = doc.get("title") if isinstance(doc.get("title"), str) else None
-    payload = {"note": NOTE, "url": url, "title": title, "retrieved_at": content.get("retrieved_at"),
+    payload = {"note": UNTRUSTED_NOTE, "url": url, "title": title, "retrieved_at": content.get("retrieved_at"),
                "text": _document_text(doc.get("source"))}
     return {"url": url}, _encode(payload).decode()
 

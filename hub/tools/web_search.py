@@ -329,6 +329,7 @@ class WebSearch:
     def __init__(self, config: WebSearchConfig, search: SearchService) -> None:
         self.name = config.tool_name
         self.search = search
+        self._engines = bool(config.engines)
         engine_required = config.default_engine is None and len(config.engines) > 1
         # narrowed engine lists, decided here once: (google, baidu) -> schema and default-engine hint
         self._schemas: dict[tuple[bool, bool], dict] = {}
@@ -343,8 +344,9 @@ class WebSearch:
             self._hints[key] = engines[0].id if any(key) and engines and not backed else None
 
     def offered(self, request: ToolRequest) -> bool:
-        """Whenever the gateway injects its tools, unless the client's hosted tools leave search out."""
-        return request.hosted is not None or not request.client_hosted
+        """Whenever the gateway injects its tools and has an engine, unless the client's hosted tools
+        leave search out (an Anthropic client that offers only web_fetch)."""
+        return self._engines and (request.hosted is not None or not request.client_hosted)
 
     def max_uses(self, request: ToolRequest) -> int | None:
         return request.hosted.max_uses if request.hosted is not None else None
