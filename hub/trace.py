@@ -14,7 +14,7 @@ import time
 import msgspec
 
 
-class TargetTry(msgspec.Struct, rename="camel", omit_defaults=True):
+class TargetTry(msgspec.Struct, rename="camel"):
     """One upstream target tried: `ok`, or why it failed (its failover reason)."""
 
     target: str
@@ -25,7 +25,7 @@ class TargetTry(msgspec.Struct, rename="camel", omit_defaults=True):
     ms: float = 0.0  # until the answer (streams: its first byte) or the failure
 
 
-class ServerCall(msgspec.Struct, rename="camel", omit_defaults=True):
+class ServerCall(msgspec.Struct, rename="camel"):
     """One server-tool call (web_search, web_fetch, …)."""
 
     tool: str
@@ -43,7 +43,7 @@ class ServerCall(msgspec.Struct, rename="camel", omit_defaults=True):
     at_ms: float = 0.0
 
 
-class Decision(msgspec.Struct, rename="camel", omit_defaults=True):
+class Decision(msgspec.Struct, rename="camel"):
     """A yes/no the gateway made, and why."""
 
     decision: bool
@@ -54,7 +54,7 @@ class Decision(msgspec.Struct, rename="camel", omit_defaults=True):
     mode: str | None = None  # injection: tool | presearch
 
 
-class Source(msgspec.Struct, rename="camel", omit_defaults=True):
+class Source(msgspec.Struct, rename="camel"):
     n: int
     url: str
     title: str = ""
