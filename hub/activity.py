@@ -95,9 +95,15 @@ class Activity:
                 t = targets.setdefault(name, [0, 0])
                 t[0] += ok
                 t[1] += failed
-        series = [{"t": b.start, "requests": b.requests, "searches": b.searches,
-                   "p50": percentile(b.search_latency, 0.5), "p95": percentile(b.search_latency, 0.95)}
-                  for b in self._buckets]
+        by_start = {b.start: b for b in self._buckets}
+        current = now - now % self.bucket_s
+        series = []
+        for i in range(self._buckets.maxlen - 1, -1, -1):  # every slot of the kept span, empty ones too
+            start = current - i * self.bucket_s
+            b = by_start.get(start)
+            series.append({"t": start, "requests": b.requests if b else 0, "searches": b.searches if b else 0,
+                           "p50": percentile(b.search_latency, 0.5) if b else None,
+                           "p95": percentile(b.search_latency, 0.95) if b else None})
         return {
             "bucketSeconds": self.bucket_s,
             "windowSeconds": window_s,

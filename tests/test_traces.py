@@ -265,7 +265,8 @@ def test_activity_percentiles_and_window() -> None:
     now[0] += 120  # past the kept window
     act.request()
     snap = act.snapshot(60)
-    assert snap["engines"] == {} and len(snap["series"]) <= 7
+    assert snap["engines"] == {} and len(snap["series"]) == 7  # every slot of the kept minute
+    assert snap["series"][-1]["requests"] == 1 and sum(b["searches"] for b in snap["series"]) == 0
     assert percentile([0] * len(LATENCY_BOUNDS_MS), 0.5) is None
 
 
