@@ -66,19 +66,18 @@ class Telemetry:
 
         start = int(trace.started_at * 1e9)
         end = start + int((trace.total_ms or 0) * _NS)
-        root = tracer.start_span(f"{trace.endpoint} {trace.model or ''}".strip(), kind=SpanKind.SERVER,
+        root = tracer.start_span(f"searchhub {trace.endpoint}", kind=SpanKind.SERVER,
                                  start_time=start, attributes=_request_attributes(trace))
         if trace.status >= 500 or trace.error:
             root.set_status(Status(StatusCode.ERROR, trace.error or f"status {trace.status}"))
         ctx = otel.set_span_in_context(root)
-        model = trace.model or ""
-        rounds = [t for t in trace.targets]
+        rounds = trace.targets
         for i, attempt in enumerate(rounds):
             r_start = start + int(attempt.at_ms * _NS)
             later = [c.at_ms for c in trace.calls if c.at_ms >= attempt.at_ms + attempt.ms]
             later += [t.at_ms for t in rounds[i + 1:]]
             r_end = start + int(min(later) * _NS) if later else end
-            span = tracer.start_span(f"chat {model}".strip(), context=ctx, kind=SpanKind.CLIENT, start_time=r_start,
+            span = tracer.start_span(f"chat {attempt.target.partition('.')[2]}", context=ctx, kind=SpanKind.CLIENT, start_time=r_start,
                                      attributes=_round_attributes(trace, attempt))
             if attempt.outcome != "ok":
                 span.set_status(Status(StatusCode.ERROR, attempt.reason or "failed"))
@@ -95,7 +94,7 @@ class Telemetry:
 
 def _request_attributes(t: Trace) -> dict:
     a: dict[str, Any] = {
-        "http.request.method": "POST", "http.route": "/v1/" + t.endpoint, "http.response.status_code": t.status,
+        "http.request.method": "POST", "http.response.status_code": t.status, "searchhub.endpoint": t.endpoint,
         "gen_ai.operation.name": "chat", "searchhub.request_id": t.id, "searchhub.client": t.client,
         "searchhub.rounds": t.rounds, "searchhub.tool_calls": len(t.calls),
     }
