@@ -90,3 +90,23 @@ def test_workers_export_summed_totals(serve, fake_model, search_fakes) -> None: 
         assert value(s, "web_search_calls_total", outcome="ok") == n
         assert value(s, "searchhub_engine_selections_total", source="default") == n
         assert value(s, "searchhub_upstream_duration_seconds_count", outcome="ok") == 2 * n
+
+
+def test_the_dashboard_queries_only_metrics_we_export(gateway, fake_model) -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    gw = gateway(base_config(fake_model.url))
+    exported: set[str] = set()
+    for family in text_string_to_metric_families(httpx.get(gw.url + "/metrics").text):
+        exported.add(family.name)
+        if family.type == "counter":
+            exported.add(family.name + "_total")
+        if family.type == "histogram":
+            exported.update(family.name + s for s in ("_bucket", "_sum", "_count"))
+    dashboard = json.loads((Path(__file__).resolve().parent.parent / "docs" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    assert len(exprs) >= 15
+    used = {m for e in exprs for m in re.findall(r"\b((?:searchhub|web_search)_[a-z_]+)\b", e)}
+    assert used and used <= exported, used - exported
