@@ -14,6 +14,11 @@ import time
 import msgspec
 
 
+def ms(seconds: float) -> float:
+    """Seconds as milliseconds to 0.1 ms (round(x, 1) costs microseconds on the hot path)."""
+    return int(seconds * 10000 + 0.5) / 10
+
+
 class TargetTry(msgspec.Struct, rename="camel"):
     """One upstream target tried: `ok`, or why it failed (its failover reason)."""
 
@@ -93,19 +98,18 @@ class Trace(msgspec.Struct, rename="camel"):
 
     def offset_ms(self, elapsed_s: float = 0.0) -> float:
         """Milliseconds from the request's start to (now - elapsed_s)."""
-        return round((time.time() - elapsed_s - self.started_at) * 1000, 1)
+        return ms(time.time() - elapsed_s - self.started_at)
 
     def tried(self, target: str, reason: str, status: int | None = None, elapsed_s: float = 0.0) -> None:
-        self.targets.append(TargetTry(target, "failed", reason, status, self.offset_ms(elapsed_s),
-                                      round(elapsed_s * 1000, 1)))
+        self.targets.append(TargetTry(target, "failed", reason, status, self.offset_ms(elapsed_s), ms(elapsed_s)))
 
     def answered(self, target: str, elapsed_s: float = 0.0) -> None:
-        self.targets.append(TargetTry(target, "ok", None, None, self.offset_ms(elapsed_s), round(elapsed_s * 1000, 1)))
+        self.targets.append(TargetTry(target, "ok", None, None, self.offset_ms(elapsed_s), ms(elapsed_s)))
         self.target = target
         self.rounds += 1
 
     def tool_call(self, call: ServerCall, elapsed_s: float) -> None:
-        call.latency_ms = round(elapsed_s * 1000, 1)
+        call.latency_ms = ms(elapsed_s)
         call.at_ms = self.offset_ms(elapsed_s)
         self.calls.append(call)
 

@@ -163,7 +163,10 @@ class TraceRecorder:
             rows = [t.summary() for t in batch]
 
             def merge(old: bytes | None) -> bytes:
-                index = _decode_index(old) if old else []
+                try:
+                    index = _decode_index(old) if old else []
+                except msgspec.DecodeError:  # written by something else: start over
+                    index = []
                 return _encode((rows[::-1] + index)[:INDEX_SIZE])
 
             await self._store.update(INDEX_KEY, merge, ttl)

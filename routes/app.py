@@ -20,7 +20,7 @@ from hub import config as cfgmod
 from hub import metrics
 from hub.backends.proxy import mask_proxy
 from hub.runtime import Gateway
-from hub.trace import Trace, client_family, key_name
+from hub.trace import Trace, client_family, key_name, ms
 
 from . import admin, chat, messages, responses
 from .admin import is_admin_path
@@ -63,7 +63,7 @@ class GatewayMiddleware:
                 status_box[0] = message["status"]
                 message["headers"] = [*message.get("headers", []), rid_header]
             elif trace is not None and trace.ttft_ms is None and message.get("body"):
-                trace.ttft_ms = round((time.perf_counter() - started) * 1000, 1)
+                trace.ttft_ms = ms(time.perf_counter() - started)
                 if status_box[0] >= 400:
                     trace.error = error_message(message["body"])
             await send(message)
@@ -91,7 +91,7 @@ class GatewayMiddleware:
                 latency.observe(time.perf_counter() - started)
             if trace is not None and shared is not None:
                 trace.status = status_box[0]
-                trace.total_ms = round((time.perf_counter() - started) * 1000, 1)
+                trace.total_ms = ms(time.perf_counter() - started)
                 if shared.traces.enabled:
                     shared.traces.finish(trace)
                 shared.telemetry.export(trace)
@@ -136,7 +136,7 @@ def error_message(body: bytes) -> str:
         return "error"
     err = data.get("error") if isinstance(data, dict) else None
     msg = err.get("message") if isinstance(err, dict) else None
-    return msg[:300] if isinstance(msg, str) else "error"
+    return msg[:300] if isinstance(msg, str) and msg else "error"
 
 
 _METRIC_CHILDREN: dict[tuple[str, int], tuple] = {}

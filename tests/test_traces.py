@@ -281,3 +281,66 @@ def test_percentiles_are_ordered_bounds(seconds: list[float]) -> None:
     assert e["p50Ms"] >= min(min(seconds) * 1000, LATENCY_BOUNDS_MS[-2])
     ceiling = next((b for b in LATENCY_BOUNDS_MS[:-1] if b >= max(seconds) * 1000), LATENCY_BOUNDS_MS[-2])
     assert e["p95Ms"] <= ceiling  # and never above the bucket of the slowest call
+
+
+def test_config_keys_for_the_operator_window() -> None:
+    from hub import config as cfgmod
+
+    base = {"providers": {"local": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
+            "virtualrouter": {"routing": {"default": [{"id": "p", "targets": ["local.m"]}]}}}
+    cfg = cfgmod.build({**base, "server": {"adminKeys": ["${ADMIN}"]},
+                        "trace": {"ringSize": 50, "sampleRate": 0.25, "bodies": True, "storeTtlMs": 0},
+                        "telemetry": {"otlpEndpoint": "http://c:4318/v1/traces", "headers": {"authorization": "t0k"}}},
+                       env={"ADMIN": "admin-secret-xyz"})
+    assert cfg.server.admin_keys == ("admin-secret-xyz",)
+    assert (cfg.trace.ring_size, cfg.trace.sample_rate, cfg.trace.bodies, cfg.trace.store_ttl_s) == (50, 0.25, True, 0)
+    assert cfg.telemetry.otlp_endpoint == "http://c:4318/v1/traces"
+    assert "admin-secret-xyz" not in repr(cfg) and "t0k" not in repr(cfg)
+    defaults = cfgmod.build(base, env={})
+    assert defaults.trace.enabled and defaults.trace.ring_size == 2000 and not defaults.trace.bodies
+    assert defaults.telemetry.otlp_endpoint is None and defaults.server.admin_keys == ()
+    for bad, path in (({"trace": {"sampleRate": 2}}, "trace.sampleRate"), ({"trace": {"ringSize": 1}}, "trace.ringSize"),
+                      ({"trace": {"color": "red"}}, "trace"), ({"telemetry": {"otlpEndpoint": "grpc://x"}}, "telemetry.otlpEndpoint"),
+                      ({"server": {"adminKeys": [""]}}, "server.adminKeys")):
+        with pytest.raises(cfgmod.ConfigError) as e:
+            cfgmod.build({**base, **bad}, env={})
+        assert any(path in err for err in e.value.errors), e.value.errors
+
+
+def test_a_reload_resizes_the_ring(gateway, fake_model) -> None:
+    cfg = cfg_with_search(fake_model.url, [])
+    gw = gateway(cfg)
+    for _ in range(3):
+        httpx.post(gw.url + "/v1/chat/completions", headers={"authorization": f"Bearer {CLIENT}"}, timeout=30,
+                   json={"model": "default", "messages": [{"role": "user", "content": "hi"}]})
+    assert len(admin(gw, "/admin/traces").json()["data"]) == 3
+    cfg["trace"] = {"ringSize": 10, "sampleRate": 0}
+    gw.write_config(cfg)
+    deadline = time.monotonic() + 5
+    while admin(gw, "/admin/status").json()["traces"]["ringSize"] != 10:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    for _ in range(12):  # plain requests are no longer kept (sampleRate 0); failed ones are
+        httpx.post(gw.url + "/v1/chat/completions", headers={"authorization": f"Bearer {CLIENT}"}, timeout=30,
+                   json={"model": "default", "messages": [{"role": "user", "content": "hi"}]})
+    httpx.post(gw.url + "/v1/chat/completions", headers={"authorization": f"Bearer {CLIENT}"}, timeout=30,
+               json={"model": "default"})
+    rows = admin(gw, "/admin/traces", limit="100").json()["data"]
+    assert len(rows) == 4 and rows[0]["status"] == 400
+
+
+@given(st.binary(max_size=300))
+def test_error_message_of_any_body(body: bytes) -> None:
+    from routes.app import error_message
+
+    msg = error_message(body)
+    assert isinstance(msg, str) and 0 < len(msg) <= 300
+
+
+@given(st.one_of(st.none(), st.text(max_size=400), st.integers()))
+def test_error_message_of_any_error_shape(message) -> None:
+    from routes.app import error_message
+
+    body = json.dumps({"type": "error", "error": {"type": "x", "message": message}}).encode()
+    msg = error_message(body)
+    assert 0 < len(msg) <= 300 and (msg == message[:300] if isinstance(message, str) and message else msg == "error")
