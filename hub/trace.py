@@ -125,11 +125,23 @@ class Trace(msgspec.Struct, rename="camel"):
         if name not in self.guards:
             self.guards.append(name)
 
+    # The first decision of a request is the one that explains it: a follow-up call the gateway makes
+    # for the same request (Claude Code's summary round) does not overwrite it.
+
     def decided_intent(self, intent) -> None:
-        self.intent = Decision(intent.search, intent.reason, rule=intent.rule, language=intent.language)
+        if self.intent is None:
+            self.intent = Decision(intent.search, intent.reason, rule=intent.rule, language=intent.language)
 
     def injected(self, decision: bool, reason: str, policy: str | None = None, mode: str | None = None) -> None:
-        self.injection = Decision(decision, reason, policy=policy, mode=mode)
+        if self.injection is None:
+            self.injection = Decision(decision, reason, policy=policy, mode=mode)
+
+    def side_call(self, tool: str, call, elapsed_s: float) -> None:
+        """Claude Code's WebSearch execution call: one search the client asked for, no model loop."""
+        self.side_request = "claude-code-websearch"
+        self.injected(True, "Claude Code asked the gateway to run its WebSearch tool", mode="side-call")
+        self.ran(tool, 1, call, elapsed_s)
+        self.sources = [Source(n, url, title or "") for n, (url, title, _) in enumerate(call.pages(), 1) if n <= 50]
 
     def decided(self, decision, policy: str | None) -> None:
         """The pipeline's injection decision (hub/injection.py) and the intent behind it."""

@@ -344,3 +344,22 @@ def test_error_message_of_any_error_shape(message) -> None:
     body = json.dumps({"type": "error", "error": {"type": "x", "message": message}}).encode()
     msg = error_message(body)
     assert 0 < len(msg) <= 300 and (msg == message[:300] if isinstance(message, str) and message else msg == "error")
+
+
+def test_claude_codes_websearch_call_is_traced(gateway, fake_model, search_fakes) -> None:
+    from .test_claude_code import EXEC, load, replay
+    from .test_messages_gateway import ws_config
+
+    cfg = ws_config(fake_model.url, search_fakes)
+    cfg["server"]["adminKeys"] = [ADMIN]
+    gw = gateway(cfg)
+    replay(gw, load(EXEC[0])["request"])
+    row = wait_trace(gw)[0]
+    assert row["client"] == "claude-cli" and row["endpoint"] == "messages" and row["engines"] == ["google"]
+    t = admin(gw, f"/admin/traces/{row['id']}").json()
+    assert t["sideRequest"] == "claude-code-websearch"
+    assert t["injection"]["decision"] is True and t["injection"]["mode"] == "side-call"
+    (call,) = t["calls"]
+    assert call["engine"] == "google" and call["chosenBy"] == "default" and call["hits"] >= 1
+    assert call["query"] == "latest stable Rust release version"
+    assert t["sources"][0]["url"].startswith("https://") and t["rounds"] == 0

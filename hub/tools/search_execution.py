@@ -73,7 +73,10 @@ class SearchExecution:
         if not call.query:
             call.result = failure("", "", "the query is empty", INVALID_TOOL_INPUT)
             return
+        started = time.perf_counter()
         await self.tool.run(call, self.request)
+        if self.opts.trace is not None:
+            self.opts.trace.side_call(self.tool.name, call, time.perf_counter() - started)
         log.debug("claude code search: engine=%s ok=%s hits=%d", call.engine, call.ok,
                   len(call.result.hits) if call.result else 0)
 
