@@ -363,3 +363,30 @@ def test_claude_codes_websearch_call_is_traced(gateway, fake_model, search_fakes
     assert call["engine"] == "google" and call["chosenBy"] == "default" and call["hits"] >= 1
     assert call["query"] == "latest stable Rust release version"
     assert t["sources"][0]["url"].startswith("https://") and t["rounds"] == 0
+
+
+@pytest.mark.parametrize("policy, body, expected", [
+    ("selective", {"messages": [{"role": "user", "content": "search the web for rust news"}]}, (True, "search intent")),
+    ("selective", {"messages": [{"role": "user", "content": "write a haiku"}]}, (False, "no search intent")),
+    ("selective", {"messages": [{"role": "user", "content": "hi"}], "enable_web_search": True}, (True, "the client opted in")),
+    ("always", {"messages": [{"role": "user", "content": "hi"}]}, (True, "injectPolicy always")),
+    ("never", {"messages": [{"role": "user", "content": "search the web for x"}]}, (False, "injectPolicy never")),
+    ("auto", {"messages": [{"role": "user", "content": "search the web for x"}]},
+     (False, "injectPolicy auto: the client did not opt in")),
+    ("selective", {"messages": [{"role": "user", "content": "search the web"}],
+                   "tools": [{"type": "function", "function": {"name": "WebSearch"}}]},
+     (False, "the client has its own search tool")),
+])
+def test_injection_reasons(policy: str, body: dict, expected: tuple) -> None:
+    from hub import config as cfgmod
+    from hub.injection import decide, request_of
+
+    cfg = cfgmod.build({"providers": {"local": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
+                        "virtualrouter": {"routing": {"default": [{"targets": ["local.m"]}]}},
+                        "webSearch": {"injectPolicy": policy, "engines": [
+                            {"id": "s", "type": "searxng", "baseURL": "http://127.0.0.1:9"}]}}, env={})
+    provider = cfg.providers["local"]
+    d = decide(cfg.web_search, provider, request_of(body, body["messages"], force=None, hosted=None))
+    assert (d.inject, d.reason) == expected
+    off = decide(cfg.web_search, provider, request_of(body, body["messages"], force=False, hosted=None))
+    assert (off.inject, off.reason) == (False, "the client switched search off")
