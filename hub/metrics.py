@@ -74,8 +74,8 @@ TOOL_CALLS_PER_REQUEST = Histogram(
 )
 ENGINE_SELECTIONS = Counter(
     "searchhub_engine_selections_total",
-    "How each search's engine was chosen: model (named it), default, google (Google-preferred narrowing), "
-    "fallback (another engine answered after a failure).", ["engine", "source"], registry=REGISTRY,
+    "How each search's engine was chosen: model (named it), default, google / baidu (preferred-index "
+    "narrowing), fallback (another engine answered after a failure).", ["engine", "source"], registry=REGISTRY,
 )
 FETCHES = Counter(
     "searchhub_fetches_total", "Server-side page fetches (web_fetch).", ["outcome"], registry=REGISTRY

@@ -8,7 +8,7 @@ import httpx
 import openai
 from prometheus_client.parser import text_string_to_metric_families
 
-from .conftest import base_config, searxng_engine
+from .helpers import base_config, searxng_engine
 from .test_hardening import serve  # noqa: F401 (the fixture: `searchhub serve` as a subprocess)
 
 

@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .conftest import base_config, searxng_engine
 from .fakes.server import ServerThread
+from .helpers import base_config, searxng_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from hub.activity import LATENCY_BOUNDS_MS, Activity, percentile
 from hub.trace import _FAMILIES, client_family
 
-from .conftest import base_config, searxng_engine, serper_engine
 from .fakes.search_providers import KEYS
+from .helpers import base_config, searxng_engine, serper_engine
 
 ADMIN = "admin-key-for-tests-0001"
 CLIENT = "client-key-for-tests-01"

@@ -18,7 +18,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from .conftest import base_config, searxng_engine
+from .helpers import base_config, searxng_engine
 
 ADMIN = "ui-admin-key-0001"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -243,7 +243,7 @@ class SearchCall(ToolCall):
     result: SearchResult | None = None  # None while running
     recency: str | None = None
     count: int | None = None
-    chosen_by: str = "default"  # how the engine was chosen: model | default | google | fallback
+    chosen_by: str = "default"  # how the engine was chosen: model | default | google | baidu | fallback
     HOSTED: ClassVar[Hosted] = HOSTED
 
     @property
