@@ -28,7 +28,9 @@ _decode_trace = msgspec.json.Decoder(Trace).decode
 _decode_index = msgspec.json.Decoder(list[dict]).decode
 INDEX_KEY = "traces:index"
 INDEX_SIZE = 200
-MAX_PENDING = 2000
+MAX_PENDING = 2000  # traces waiting for the store; more are not copied (counted in `dropped`)
+MAX_FLUSH = 500  # traces written per flush (per second); the newest win
+FLUSH_CONCURRENCY = 8
 
 
 class TraceRecorder:
@@ -156,10 +158,16 @@ class TraceRecorder:
         """Write the pending traces and add their summaries to the shared index, in one batch."""
         if self._store is None or not self._pending:
             return
-        batch, self._pending = self._pending, []
+        pending, self._pending = self._pending, []
+        batch = pending[-MAX_FLUSH:]
+        self.dropped += len(pending) - len(batch)
         ttl = self.config.store_ttl_s
         try:
-            await asyncio.gather(*(self._store.set("trace:" + t.id, _encode(t), ttl) for t in batch))
+            # A few writes at a time: a burst of thousands would queue behind the pool, time out and
+            # mark the shared store degraded for the chains and the cache too.
+            for i in range(0, len(batch), FLUSH_CONCURRENCY):
+                await asyncio.gather(*(self._store.set("trace:" + t.id, _encode(t), ttl)
+                                       for t in batch[i:i + FLUSH_CONCURRENCY]))
             rows = [t.summary() for t in batch]
 
             def merge(old: bytes | None) -> bytes:
