@@ -17,7 +17,6 @@ from collections import deque
 
 import msgspec
 
-from . import metrics
 from .config import TraceConfig
 from .store.base import Store, StoreUnavailable
 from .trace import Trace
@@ -62,8 +61,6 @@ class TraceRecorder:
     def finish(self, trace: Trace) -> None:
         keep = trace.calls or trace.status >= 400 or trace.error or self.config.sample_rate >= 1.0 \
             or random.random() < self.config.sample_rate
-        if trace.usage_estimated:
-            metrics.ESTIMATED_USAGE.inc()
         if not keep:
             return
         trace.seq = next(self._seq)

@@ -353,7 +353,14 @@ def test_claude_codes_websearch_call_is_traced(gateway, fake_model, search_fakes
     cfg = ws_config(fake_model.url, search_fakes)
     cfg["server"]["adminKeys"] = [ADMIN]
     gw = gateway(cfg)
+
+    def estimated() -> float:
+        text = httpx.get(gw.url + "/metrics").text
+        return float(text.split("\nsearchhub_estimated_usage_total ")[1].split()[0])
+
+    before = estimated()
     replay(gw, load(EXEC[0])["request"])
+    assert estimated() == before + 1  # no model ran: the usage is the gateway's estimate
     row = wait_trace(gw)[0]
     assert row["client"] == "claude-cli" and row["endpoint"] == "messages" and row["engines"] == ["google"]
     t = admin(gw, f"/admin/traces/{row['id']}").json()
@@ -363,6 +370,7 @@ def test_claude_codes_websearch_call_is_traced(gateway, fake_model, search_fakes
     assert call["engine"] == "google" and call["chosenBy"] == "default" and call["hits"] >= 1
     assert call["query"] == "latest stable Rust release version"
     assert t["sources"][0]["url"].startswith("https://") and t["rounds"] == 0
+    assert t["usageEstimated"] is True and t["usage"]["prompt_tokens"] > 0
 
 
 @pytest.mark.parametrize("policy, body, expected", [
