@@ -398,3 +398,27 @@ def test_injection_reasons(policy: str, body: dict, expected: tuple) -> None:
     assert (d.inject, d.reason) == expected
     off = decide(cfg.web_search, provider, request_of(body, body["messages"], force=False, hosted=None))
     assert (off.inject, off.reason) == (False, "the client switched search off")
+
+
+def test_the_ring_is_bounded_and_the_listing_incremental() -> None:
+    import asyncio
+
+    from hub.config import TraceConfig
+    from hub.trace import Trace
+    from hub.traces import TraceRecorder
+
+    rec = TraceRecorder(TraceConfig(ring_size=100))
+    for i in range(1000):
+        t = Trace(f"req_{i}", 1000.0 + i, "chat", status=500 if i % 10 == 0 else 200)
+        rec.finish(t)
+    rows = asyncio.run(rec.listing(limit=500))
+    assert len(rows) == 100 and rows[0]["id"] == "req_999" and rows[-1]["id"] == "req_900"
+    newer = asyncio.run(rec.listing(since=1000.0 + 995, limit=500))
+    assert [r["id"] for r in newer] == ["req_999", "req_998", "req_997", "req_996"]
+    assert [r["id"] for r in asyncio.run(rec.listing(errors=True, limit=3))] == ["req_990", "req_980", "req_970"]
+    assert asyncio.run(rec.get("req_950")).id == "req_950" and asyncio.run(rec.get("req_10")) is None
+    sampled = TraceRecorder(TraceConfig(sample_rate=0.0))
+    for i in range(50):
+        sampled.finish(Trace(f"r{i}", 1.0, "chat", status=200))
+    sampled.finish(Trace("failed", 2.0, "chat", status=502))
+    assert [r["id"] for r in asyncio.run(sampled.listing())] == ["failed"]
