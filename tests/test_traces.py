@@ -422,3 +422,17 @@ def test_the_ring_is_bounded_and_the_listing_incremental() -> None:
         sampled.finish(Trace(f"r{i}", 1.0, "chat", status=200))
     sampled.finish(Trace("failed", 2.0, "chat", status=502))
     assert [r["id"] for r in asyncio.run(sampled.listing())] == ["failed"]
+
+
+def test_responses_requests_are_traced(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(cfg_with_search(fake_model.url, [searxng_engine(search_fakes, default=True)]))
+    fake_model.default = search_then_answer
+    client = openai.OpenAI(base_url=gw.url + "/v1", api_key=CLIENT, max_retries=0)
+    r = client.responses.create(model="default", input="search the web for the latest Rust release",
+                                tools=[{"type": "web_search"}])
+    assert "Rust 1.91.0" in r.output_text
+    row = wait_trace(gw)[0]
+    assert row["endpoint"] == "responses" and row["searched"] and not row["stream"]
+    t = admin(gw, f"/admin/traces/{row['id']}").json()
+    assert t["injection"]["reason"] == "the client offered hosted web search" and t["intent"]["decision"] is True
+    assert t["calls"][0]["engine"] == "searxng" and t["sources"]
