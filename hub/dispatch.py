@@ -13,10 +13,12 @@ from typing import TypeVar
 import httpx
 
 from . import metrics
+from .activity import Activity
 from .backends import openai_compat
 from .backends.http import UpstreamError
 from .config import Provider, Target
 from .router import Router
+from .trace import Trace
 
 log = logging.getLogger("searchhub.dispatch")
 T = TypeVar("T")
@@ -69,14 +71,16 @@ class Gate:
 
 
 class Dispatcher:
-    def __init__(self, client: httpx.AsyncClient, router: Router, gate: Gate) -> None:
+    def __init__(self, client: httpx.AsyncClient, router: Router, gate: Gate,
+                 activity: Activity | None = None) -> None:
         self.client = client
         self.router = router
         self.gate = gate
+        self.activity = activity or Activity()
 
     async def run(
         self, route: str, candidates: tuple[Target, ...], call: Callable[[Target], Awaitable[T]],
-        *, hold: bool = False,
+        *, hold: bool = False, trace: Trace | None = None,
     ) -> tuple[T, Target]:
         """call(target) on each candidate until one succeeds. Retryable failures cool the target;
         a client error (4xx other than 408/429) is the client's and is raised as is. With hold, the
@@ -88,6 +92,8 @@ class Dispatcher:
                 self.gate.enter(provider)
             except UpstreamError as e:
                 attempts.append(Attempt(target.key, provider.id, e.reason, e.status))
+                if trace is not None:
+                    trace.tried(target.key, e.reason, e.status)
                 continue
             started = time.perf_counter()
             try:
@@ -95,6 +101,9 @@ class Dispatcher:
             except UpstreamError as e:
                 self.gate.leave(provider)
                 metrics.UPSTREAM_LATENCY.labels(provider.id, "error").observe(time.perf_counter() - started)
+                self.activity.upstream(target.key, False)
+                if trace is not None:
+                    trace.tried(target.key, e.reason, e.status, time.perf_counter() - started)
                 if not e.retryable:
                     raise
                 log.warning("target %s failed: %s; trying the next one", target.key, e.reason)
@@ -107,17 +116,22 @@ class Dispatcher:
             if not hold:
                 self.gate.leave(provider)
             metrics.UPSTREAM_LATENCY.labels(provider.id, "ok").observe(time.perf_counter() - started)
+            self.activity.upstream(target.key, True)
+            if trace is not None:
+                trace.answered(target.key, time.perf_counter() - started)
             return result, target
         raise AllTargetsFailed(route, attempts)
 
-    async def complete(self, route: str, candidates: tuple[Target, ...], body: dict) -> tuple[dict, Target]:
+    async def complete(self, route: str, candidates: tuple[Target, ...], body: dict,
+                       *, trace: Trace | None = None) -> tuple[dict, Target]:
         retries = self.router.config.router.retries
         return await self.run(
-            route, candidates, lambda t: openai_compat.complete(self.client, t, body, retries=retries)
+            route, candidates, lambda t: openai_compat.complete(self.client, t, body, retries=retries), trace=trace
         )
 
     async def stream(
-        self, route: str, candidates: tuple[Target, ...], body: dict, *, raw: bool = False
+        self, route: str, candidates: tuple[Target, ...], body: dict, *, raw: bool = False,
+        trace: Trace | None = None,
     ) -> tuple[AsyncIterator, Target]:
         """Fails over only while nothing reached the client: until the upstream answered 200."""
         retries = self.router.config.router.retries
@@ -125,7 +139,7 @@ class Dispatcher:
         async def open_one(t: Target) -> AsyncIterator:
             return await openai_compat.stream(self.client, t, body, retries=retries, raw=raw)
 
-        it, target = await self.run(route, candidates, open_one, hold=True)
+        it, target = await self.run(route, candidates, open_one, hold=True, trace=trace)
         return self.held(it, target), target
 
     async def held(self, it: AsyncIterator[T], target: Target) -> AsyncIterator[T]:

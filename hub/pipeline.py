@@ -20,7 +20,7 @@ from .config import Config, Limits, Target
 from .dispatch import Dispatcher
 from .errors import Unavailable
 from .events import Options, Outcome
-from .injection import Decision, decide, eligible, request_of, tool_name
+from .injection import Decision, decide, eligible, ineligible_reason, request_of, tool_name
 from .logctx import chain_id_var
 from .loop import LoopState, run_round
 from .relay import relay_chunks, relay_sse
@@ -29,6 +29,7 @@ from .store import Store
 from .tools.base import ToolRequest, Transcript
 from .tools.keepalive import with_keepalive
 from .tools.registry import ServerTools
+from .trace import Trace
 
 log = logging.getLogger("searchhub.pipeline")
 _CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}
@@ -86,11 +87,12 @@ class Turn:
     """One client turn through the tool loop: the round bodies, failover to the same target, our
     calls split from the client's, the hidden-call save, usage and texts summed over rounds."""
 
-    def __init__(self, pipeline: Pipeline, plan: Plan, *, stream: bool) -> None:
+    def __init__(self, pipeline: Pipeline, plan: Plan, *, stream: bool, trace: Trace | None = None) -> None:
         self.pipeline = pipeline
         self.plan = plan
         self.stream = stream
-        self.state = LoopState(plan.limits, plan.request)
+        self.trace = trace
+        self.state = LoopState(plan.limits, plan.request, trace=trace)
         self.state.add_sources(list(plan.prior))
         self.messages = list(plan.body["messages"])
         self.candidates = plan.candidates
@@ -141,7 +143,12 @@ class Turn:
         self.messages = [*self.messages, assistant, *tool_msgs]
         return True
 
-    async def finish(self, finish: str) -> None:
+    async def finish(self, finish: str, result: dict) -> None:
+        state = self.state
+        metrics.LOOP_DEPTH.observe(state.rounds)
+        metrics.TOOL_CALLS_PER_REQUEST.observe(len(state.calls))
+        if self.trace is not None:
+            self.trace.finish_loop(state.sources, result, self.pipeline.config.trace.bodies, self.plan.body)
         await self.plan.session.finish(finish, searching=bool(self.plan.served), google=self.plan.request.google)
 
 
@@ -171,15 +178,22 @@ class Pipeline:
         messages: list[dict] = body["messages"]
         session = ChainSession(self.store, ws.chain_ttl_s, opts.client_key, messages, opts.chain_id)
         plan = Plan(res.route, res.candidates, body, ws.limits_for(provider.id), session)
+        tr = opts.trace
+        if tr is not None:
+            tr.route = res.route
         if opts.hosted is not None and not ws.engines:
             log.warning("the client offered hosted web search, but no engine is configured "
                         "(webSearch.engines): answering without search")
         if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search, hosted_fetch=opts.hosted_fetch):
+            if tr is not None:
+                tr.injected(False, ineligible_reason(ws, provider, opts.force_search), plan.limits.inject_policy)
             return plan
 
         state = None
         if session.continues:
             chain_id_var.set(session.key[6:18])
+            if tr is not None:
+                tr.chain = session.key[6:18]
             state = await session.load()
             if state and state.hidden:
                 messages = splice(messages, state)
@@ -191,10 +205,13 @@ class Pipeline:
             intent = decision.intent
             metrics.INTENT_DECISIONS.labels(intent.language or "none", intent.rule or "none",
                                             "search" if intent.search else "no").inc()
+        if tr is not None:
+            tr.decided(decision, plan.limits.inject_policy)
         plan.body = self._inject(plan, body, messages, decision, opts, provider.id) if decision.inject else (
             body if messages is body["messages"] else {**body, "messages": messages})
         if decision.inject:
             metrics.WEB_SEARCH_INJECTIONS.labels(provider.type).inc()
+            metrics.SEARCH_MODE.labels("tool").inc()
         return plan
 
     def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options,
@@ -219,13 +236,16 @@ class Pipeline:
     async def complete(self, body: dict, opts: Options) -> Outcome:
         plan = await self.plan(body, opts)
         if plan.relay:
-            resp, target = await self.dispatcher.complete(plan.route, plan.candidates, plan.body)
+            resp, target = await self.dispatcher.complete(plan.route, plan.candidates, plan.body, trace=opts.trace)
+            if opts.trace is not None:
+                opts.trace.finish_answer(resp, self.config.trace.bodies, plan.body)
             return Outcome(normalize_completion(resp), target=target.key)
-        turn = Turn(self, plan, stream=False)
+        turn = Turn(self, plan, stream=False, trace=opts.trace)
         first_id = None
         while True:
             allow = turn.state.tool_allowed()
-            resp, target = await self.dispatcher.complete(plan.route, turn.candidates, turn.body(allow))
+            resp, target = await self.dispatcher.complete(plan.route, turn.candidates, turn.body(allow),
+                                                          trace=turn.trace)
             turn.served_to(target)
             normalize_completion(resp)
             first_id = first_id or resp.get("id")
@@ -254,7 +274,7 @@ class Pipeline:
                   "choices": [{"index": 0, "message": out_msg, "finish_reason": finish, "logprobs": None}]}
         if turn.usage:
             result["usage"] = turn.usage
-        await turn.finish(finish)
+        await turn.finish(finish, result)
         return Outcome(result, turn.state.calls, target.key)
 
     # ------------------------------------------------------------ streaming
@@ -264,13 +284,14 @@ class Pipeline:
         plan = await self.plan(body, opts)
         if plan.relay:
             if opts.frames:  # the encoder takes pre-framed chat SSE: the fast path
-                it, target = await self.dispatcher.stream(plan.route, plan.candidates, plan.body, raw=True)
+                it, target = await self.dispatcher.stream(plan.route, plan.candidates, plan.body, raw=True,
+                                                          trace=opts.trace)
                 return relay_sse(it, target)
-            it, _ = await self.dispatcher.stream(plan.route, plan.candidates, plan.body)
+            it, _ = await self.dispatcher.stream(plan.route, plan.candidates, plan.body, trace=opts.trace)
             return relay_chunks(it)
-        turn = Turn(self, plan, stream=True)
+        turn = Turn(self, plan, stream=True, trace=opts.trace)
         allow = turn.state.tool_allowed()
-        it, target = await self.dispatcher.stream(plan.route, turn.candidates, turn.body(allow))
+        it, target = await self.dispatcher.stream(plan.route, turn.candidates, turn.body(allow), trace=turn.trace)
         turn.served_to(target)
         return StreamDriver(turn, self.config.web_search.keepalive_s).run(it, target, allow)
 
@@ -311,13 +332,14 @@ class StreamDriver:
                 allow = turn.state.tool_allowed()
                 self.finish = None
                 await it.aclose()
-                it, target = await turn.pipeline.dispatcher.stream(turn.plan.route, turn.candidates, turn.body(allow))
+                it, target = await turn.pipeline.dispatcher.stream(turn.plan.route, turn.candidates, turn.body(allow),
+                                                                   trace=turn.trace)
                 turn.served_to(target)
         finally:
             await it.aclose()
         for chunk in self._ending(target):
             yield chunk
-        await turn.finish(final_finish(self.finish, self.their_calls))
+        await turn.finish(final_finish(self.finish, self.their_calls), {"usage": turn.usage, "text": "".join(turn.texts)})
 
     async def _round(self, it: AsyncIterator[dict], ours: ToolCallAssembler, round_text: list[str]) -> AsyncIterator:
         turn = self.turn

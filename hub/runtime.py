@@ -12,27 +12,34 @@ import httpx
 
 from . import config as cfgmod
 from . import fetcher, metrics
+from .activity import Activity
 from .backends.http import make_client
 from .dispatch import Dispatcher, Gate
 from .pipeline import Pipeline
 from .router import Cooldowns, Router
 from .search.service import SearchService
 from .store import Store, open_store
+from .telemetry import Telemetry
 from .tools.registry import Parts
 from .tools.registry import build as build_tools
 from .tools.search_execution import Summarizer
+from .traces import TraceRecorder
 
 log = logging.getLogger("searchhub.runtime")
 
 
 @dataclass
 class Shared:
-    """What outlives a config reload: connections, cooldowns, in-flight counts, the state store."""
+    """What outlives a config reload: connections, cooldowns, in-flight counts, the state store,
+    the trace ring, recent activity and the telemetry exporter."""
 
     client: httpx.AsyncClient
     store: Store
     cooldowns: Cooldowns = field(default_factory=Cooldowns)
     gate: Gate = field(default_factory=Gate)
+    traces: TraceRecorder = field(default_factory=lambda: TraceRecorder(cfgmod.TraceConfig(enabled=False)))
+    activity: Activity = field(default_factory=Activity)
+    telemetry: Telemetry = field(default_factory=Telemetry)
 
 
 class Runtime:
@@ -45,8 +52,9 @@ class Runtime:
         self.client = shared.client
         self.store = shared.store
         self.router = Router(config, shared.cooldowns)
-        self.dispatcher = Dispatcher(shared.client, self.router, shared.gate)
-        self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store)
+        self.dispatcher = Dispatcher(shared.client, self.router, shared.gate, shared.activity)
+        self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store,
+                                    activity=shared.activity)
         # the page fetcher keeps its own guarded connection pool (hub/fetcher/connect.py)
         self.fetch = fetcher.build(config.web_fetch, shared.store) if config.web_fetch.enabled else None
         self.tools = build_tools(Parts(config, shared.client, self.search, self.fetch))
@@ -92,7 +100,10 @@ class Gateway:
         store = open_store(config.state)
         # One read now, so a shared store that is down shows on /health before a request needs it.
         await store.get("probe")
-        shared = Shared(client=make_client(), store=store)
+        traces = TraceRecorder(config.trace, store if config.state.get("backend") == "redis" else None)
+        shared = Shared(client=make_client(), store=store, traces=traces,
+                        telemetry=Telemetry.from_config(config.telemetry))
+        traces.start_flusher()
         self.runtime = Runtime(config, shared)
         self.observe_state()
         self.loaded_at = time.time()
@@ -105,6 +116,8 @@ class Gateway:
             task.cancel()
         if self.runtime:
             await self.runtime.aclose()
+            await self.runtime.shared.traces.stop()
+            self.runtime.shared.telemetry.shutdown()
             await self.runtime.shared.client.aclose()
             await self.runtime.shared.store.close()
 
@@ -167,6 +180,7 @@ class Gateway:
             metrics.CONFIG_RELOADS.labels("rejected").inc()
             log.exception("config reload failed, still serving the previous config")
             return False
+        runtime.shared.traces.configure(config.trace)
         retired, self.runtime = self.runtime, runtime  # one reference assignment: atomic for every request that starts after it
         self._retire(retired, config.server.shutdown_grace_s)
         self.loaded_at = time.time()

@@ -16,6 +16,7 @@ from .fakes.search_providers import Reply
 from .fakes.web import ARTICLE_TITLE, INJECTION, MAIN_SENTENCES, NAV_WORDS, SCRIPT_TEXT, FakeWeb
 from .helpers import base_config, searxng_engine
 from .test_responses_stream import check_events, parse_sse
+from .test_traces import ADMIN, CLIENT, admin, wait_trace
 
 FETCH_VERSIONS = ("web_fetch_20250910", "web_fetch_20260209", "web_fetch_20260309", "web_fetch_20260318")
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search"}
@@ -343,3 +344,18 @@ def test_codex_style_stream_sees_open_page(gateway, fake_model, search_fakes, si
                                            "response.web_search_call.completed"]
     assert final["output"][1]["action"]["type"] == "open_page"
     assert INJECTION not in json.dumps(final)  # the page text never reaches the client
+
+
+def test_fetches_are_traced_without_query_strings(gateway, fake_model, search_fakes, site) -> None:
+    cfg = config(fake_model.url, search_fakes, site)
+    cfg["server"].update({"apiKeys": [CLIENT], "adminKeys": [ADMIN]})
+    gw = gateway(cfg)
+    url = site.origin + "/article?token=hunter2"
+    fake_model.script({"tool_calls": [{"name": "web_fetch", "arguments": {"url": url}}]}, {"content": "Read."})
+    openai.OpenAI(base_url=gw.url + "/v1", api_key=CLIENT, max_retries=0).chat.completions.create(
+        model="d", messages=[{"role": "user", "content": f"search the web and read {url}"}])
+    row = wait_trace(gw)[0]
+    trace = admin(gw, f"/admin/traces/{row['id']}").json()
+    (call,) = trace["calls"]
+    assert call["tool"] == "web_fetch" and call["url"] == site.origin + "/article" and call["outcome"] == "ok"
+    assert "hunter2" not in json.dumps(trace)

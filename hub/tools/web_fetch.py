@@ -17,7 +17,7 @@ import msgspec
 from .. import metrics
 from ..citations import Source
 from ..config import WebFetchConfig
-from ..fetcher import Fetcher, FetchResult, UrlPolicy, normalize, tool_content
+from ..fetcher import Fetcher, FetchResult, UrlPolicy, normalize, redact, tool_content
 from ..fetcher.content import UNTRUSTED_NOTE
 from ..fetcher.result import MAX_USES_EXCEEDED, failure
 from ..search.sanitize import truncate
@@ -184,6 +184,16 @@ class FetchCall(ToolCall):
             return ()
         assert self.result is not None
         return ((self.page_url, self.result.title, truncate(self.text, 300)),)
+
+    def trace_fields(self) -> dict:
+        """The URL without its query string (it may carry tokens), never the page text."""
+        fields: dict[str, Any] = {"url": redact(self.url)}
+        if self.find:
+            fields["query"] = self.find
+        r = self.result
+        if r is not None:
+            fields.update(outcome=r.error_code, error=r.error, cached=r.cached)
+        return fields
 
     @property
     def document(self) -> bool:
