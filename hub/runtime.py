@@ -13,9 +13,12 @@ import httpx
 from . import config as cfgmod
 from . import metrics
 from .backends.http import make_client
+from .budget import Budget
 from .dispatch import Dispatcher, Gate
+from .keys import ApiKey
 from .pipeline import Pipeline
 from .router import Cooldowns, Router
+from .search.metered import MeteredSearch, SearchBill
 from .search.service import SearchService
 from .store import Store, open_store
 from .tools.registry import Parts
@@ -50,6 +53,11 @@ class Runtime:
         self.tools = build_tools(Parts(config, shared.client, self.search))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
+        self.budget = Budget(shared.store)
+
+    def metered(self, key: ApiKey | None, bill: SearchBill | None = None) -> MeteredSearch:
+        """This config's search on behalf of one API key (its budget and cost)."""
+        return MeteredSearch(self.search, self.budget, key, bill)
 
 
 class Gateway:

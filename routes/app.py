@@ -19,10 +19,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hub import config as cfgmod
 from hub import metrics
 from hub.backends.proxy import mask_proxy
+from hub.keys import ANONYMOUS, ApiKey, match_key, presented_key
 from hub.runtime import Gateway
+from hub.search.metered import SearchBill
 
-from . import chat, messages, responses
-from .common import authorized, new_request_id, request_id_var, runtime
+from . import chat, messages, responses, search
+from .common import new_request_id, request_id_var, runtime
+from .mcp import McpEndpoint
 
 log = logging.getLogger("searchhub.http")
 _OPEN_PATHS = frozenset({"/health", "/metrics"})
@@ -54,29 +57,52 @@ class GatewayMiddleware:
         path = scope["path"]
         started = time.perf_counter()
         status_box = [0]
+        bill = SearchBill()
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_box[0] = message["status"]
-                message["headers"] = [*message.get("headers", []), rid_header]
+                extra = [rid_header]
+                if bill.searches or bill.denied:  # searches that ran before the answer started
+                    extra.append((COST_HEADER, _money(bill.cost).encode()))
+                if bill.denied and path == "/mcp":  # the tool error says it too; this is for HTTP tooling
+                    extra.append((b"retry-after", str(bill.denied.retry_after).encode()))
+                message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
+        key: ApiKey | None = None
         try:
             gateway: Gateway = scope["app"].state.gateway
             keys = gateway.runtime.config.server.api_keys if gateway.runtime else ()
             if keys and path not in _OPEN_PATHS:
-                headers = _Headers(scope["headers"])
-                if not authorized(headers, keys):
+                key = match_key(presented_key(_Headers(scope["headers"])), keys)
+                if key is None:
                     await _unauthorized(path, send_with_id)
                     return
+            state = scope.setdefault("state", {})
+            state["api_key"] = key
+            state["search_bill"] = bill
             await self.app(scope, receive, send_with_id)
         finally:
-            if path.startswith("/v1/") or path.startswith("/anthropic/"):
+            if path.startswith("/v1/") or path.startswith("/anthropic/") or path == "/mcp":
                 endpoint = path.rsplit("/", 1)[-1] if not path.startswith("/v1/responses/") else "responses/{id}"
                 counter, latency = _request_metrics(endpoint, status_box[0])
                 counter.inc()
-                latency.observe(time.perf_counter() - started)
+                elapsed = time.perf_counter() - started
+                latency.observe(elapsed)
+                if log.isEnabledFor(logging.INFO):
+                    log.info("%s %s %d %.1f ms key=%s searches=%d search_cost=%s", scope["method"], path,
+                             status_box[0], elapsed * 1000, key.name if key else ANONYMOUS, bill.searches,
+                             _money(bill.cost))
             request_id_var.reset(token)
+
+
+COST_HEADER = b"x-searchhub-search-cost"
+
+
+def _money(cost: float) -> str:
+    """A cost without float noise: 0.005, 0, 1.25."""
+    return f"{cost:.6f}".rstrip("0").rstrip(".") or "0"
 
 
 _METRIC_CHILDREN: dict[tuple[str, int], tuple] = {}
@@ -176,6 +202,7 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
 
 def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlette:
     gateway = Gateway(config_path, config)
+    mcp = McpEndpoint(gateway)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -185,7 +212,8 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlet
         gc.collect()
         gc.freeze()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             await gateway.stop()
 
@@ -196,6 +224,8 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlet
         *chat.routes,
         *responses.routes,
         *messages.routes,
+        *search.routes,
+        Route("/mcp", mcp),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
         404: _http_error, 405: _http_error, Exception: _internal_error})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -16,9 +15,11 @@ from hub.dispatch import AllTargetsFailed
 from hub.errors import BadRequest, GatewayError, PayloadTooLarge
 from hub.events import Options
 from hub.ids import new_id
+from hub.keys import ApiKey
 from hub.logctx import RequestContextFilter, chain_id_var, request_id_var  # noqa: F401 (re-exported)
 from hub.router import UnknownTarget
 from hub.runtime import Runtime
+from hub.search.metered import SearchBill
 
 T = TypeVar("T")
 _decode = msgspec.json.decode
@@ -88,20 +89,12 @@ def options(request: Request, body: dict) -> Options:
     )
 
 
-def authorized(headers, keys: tuple[str, ...]) -> bool:
-    if not keys:
-        return True
-    presented = headers.get("x-api-key")
-    if presented is None:
-        auth = headers.get("authorization", "")
-        if auth[:7].lower() == "bearer ":
-            presented = auth[7:].strip()
-    if not presented:
-        return False
-    ok = False
-    for k in keys:  # compare against every key so timing says nothing about which matched
-        ok |= hmac.compare_digest(presented.encode(), k.encode())
-    return ok
+def caller(request: Request) -> tuple[ApiKey | None, SearchBill]:
+    """The API key the request presented (None on a gateway without keys) and its search bill,
+    both set by GatewayMiddleware (routes/app.py)."""
+    state = request.scope.get("state") or {}
+    bill = state.get("search_bill")
+    return state.get("api_key"), bill if bill is not None else SearchBill()
 
 
 # ---------------------------------------------------------------- errors
