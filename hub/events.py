@@ -9,8 +9,13 @@ beside the chunks as these events, so the Responses and Messages encoders can sh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .tools.base import HostedSearch, ToolCall
+
+if TYPE_CHECKING:
+    from .keys import ApiKey
+    from .search.metered import SearchBill
 
 
 @dataclass(slots=True)
@@ -48,6 +53,8 @@ class Options:
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)
     client_key: str = ""  # identifies the caller for chain hashing (never logged)
     frames: bool = False  # the encoder takes pre-framed chat SSE (`Frames`) for a plain relay
+    key: ApiKey | None = None  # the gateway key that called: its search budget and cost
+    bill: SearchBill | None = None  # what this request's searches cost (reported by routes/app.py)
 
 
 @dataclass(slots=True)

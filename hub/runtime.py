@@ -50,10 +50,10 @@ class Runtime:
         self.router = Router(config, shared.cooldowns)
         self.dispatcher = Dispatcher(shared.client, self.router, shared.gate)
         self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store)
-        self.tools = build_tools(Parts(config, shared.client, self.search))
+        self.budget = Budget(shared.store)
+        self.tools = build_tools(Parts(config, shared.client, self.search, self.budget))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
-        self.budget = Budget(shared.store)
 
     def metered(self, key: ApiKey | None, bill: SearchBill | None = None) -> MeteredSearch:
         """This config's search on behalf of one API key (its budget and cost)."""

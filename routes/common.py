@@ -82,10 +82,13 @@ def client_key(request: Request) -> str:
 
 
 def options(request: Request, body: dict) -> Options:
+    key, bill = caller(request)
     return Options(
         force_search=search_override(body, request.headers),
         chain_id=request.headers.get("x-searchhub-chain") or None,
         client_key=client_key(request),
+        key=key,
+        bill=bill,
     )
 
 
