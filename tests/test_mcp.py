@@ -19,8 +19,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from .conftest import base_config, searxng_engine, serper_engine
 from .fakes.search_providers import KEYS, Reply
+from .helpers import base_config, searxng_engine, serper_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 ALICE = "sk-mcp-alice-7c2e91"

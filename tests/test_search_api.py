@@ -14,9 +14,9 @@ from hub.budget import Budget
 from hub.keys import ApiKey
 from hub.store import MemoryStore
 
-from .conftest import base_config, searxng_engine, serper_engine
 from .fakes.search_models import GLM_KEY
 from .fakes.search_providers import KEYS, Reply
+from .helpers import base_config, searxng_engine, serper_engine
 
 ALICE, BOB, PLAIN = "sk-alice-5b1c9e", "sk-bob-0d3f7a", "sk-plain-9e2b41"
 PRICE = 0.005

@@ -18,8 +18,8 @@ from hub.search.metered import MeteredSearch
 from hub.search.model import token_usage
 from hub.store import MemoryStore
 
-from .conftest import base_config, searxng_engine
 from .fakes.search_providers import config_with, search_service
+from .helpers import base_config, searxng_engine
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40),
