@@ -1,4 +1,4 @@
-"""`searchhub serve | check | search | engines | classify`."""
+"""`searchhub serve | check | search | engines | mcp | classify`."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     engines.add_argument("--query", default="weather today", help="the probe's query (default: %(default)s)")
     engines.add_argument("--json", action="store_true", help="print the engines as JSON")
 
+    mcp = sub.add_parser("mcp", help="serve the web_search tool as an MCP server over stdio")
+    _add_config(mcp)
+
     classify = sub.add_parser("classify", help="show the web-search intent decision for a text")
     classify.add_argument("text")
     return parser
@@ -67,6 +70,10 @@ def main(argv: list[str] | None = None, *, serve: Serve | None = None) -> int:
         from .search.cli import run_engines
 
         return run_engines(args)
+    if args.command == "mcp":
+        from .mcp.stdio import run_stdio
+
+        return run_stdio(args)
     if args.command == "classify":
         from .intent import classify, describe
 

@@ -218,7 +218,7 @@ class Pipeline:
         """The request with our tools added (those the client does not offer itself)."""
         count = _CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
         plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, baidu=decision.baidu,
-                                   count_hint=count)
+                                   count_hint=count, key=opts.key, bill=opts.bill)
         plan.served = self.tools.names
         offered = {tool_name(t) for t in body.get("tools") or []}
         added = [t.schema(plan.request) for t in self.tools if t.name not in offered]

@@ -195,6 +195,47 @@ async def test_two_replicas_lose_no_concurrent_increment(redis_server: RedisServ
             await r.close()
 
 
+async def test_incr_counts_from_zero_and_keeps_the_first_expiry(store: Store) -> None:
+    assert await store.incr("c", 1, 0.3) == 1
+    assert await store.incr("c", 2, 60) == 3  # a later ttl does not stretch the window
+    assert await store.incr("c", -1, 60) == 2
+    await asyncio.sleep(0.45)
+    assert await store.incr("c", 5, 60) == 5  # a new window
+    assert await store.incr("other", 1, 60) == 1
+
+
+async def test_two_replicas_lose_no_concurrent_incr(redis_server: RedisServer) -> None:
+    prefix = _prefix()
+    replicas = [RedisStore(redis_server.url, key_prefix=prefix, timeout=2.0) for _ in range(2)]
+    seen: list[int] = []
+
+    async def bump(replica: RedisStore) -> None:
+        await anyio.sleep(random.random() * 0.05)
+        seen.append(await replica.incr("n", 1, 60))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(200):
+                tg.start_soon(bump, replicas[i % 2])
+        assert sorted(seen) == list(range(1, 201))  # every caller saw its own count: no two the same
+        ttl = redis.Redis.from_url(redis_server.url).pttl(prefix + "n")
+        assert 0 < ttl <= 60_000
+    finally:
+        for r in replicas:
+            await r.close()
+
+
+async def test_resilient_counts_in_memory_while_redis_is_down(own_redis: RedisServer) -> None:
+    store = ResilientStore(RedisStore(own_redis.url, key_prefix=_prefix()), MemoryStore(), retry_after=0.2)
+    try:
+        assert await store.incr("c", 1, 60) == 1
+        own_redis.stop()
+        assert await store.incr("c", 1, 60) == 1  # the fallback's own count, not an error
+        assert store.degraded
+    finally:
+        await store.close()
+
+
 async def test_write_between_watch_and_exec_is_retried(redis_server: RedisServer) -> None:
     prefix = _prefix()
     store = RedisStore(redis_server.url, key_prefix=prefix)

@@ -28,6 +28,14 @@ class Store(Protocol):
         """
         ...
 
+    async def incr(self, key: str, amount: int, ttl: float) -> int:
+        """Atomically add amount to the counter at key (0 when absent) and return the new value.
+
+        The counter expires ttl seconds after it was created; later increments keep that expiry,
+        so a counter per time window ends with its window. Counters live apart from get/set values.
+        """
+        ...
+
     async def close(self) -> None: ...
 
     def health(self) -> dict: ...

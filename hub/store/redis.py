@@ -1,6 +1,7 @@
 """Redis-backed store: state shared by every replica of the gateway.
 
 Value format: one version byte, then the caller's bytes. Version 1 is ``b"\\x01" + value``.
+Counters (``incr``) are plain Redis integers, so INCRBY works on them.
 A value whose version byte this code does not know (written by a newer release, or by
 something else sharing the key space) reads as a miss and is counted in ``format_errors``,
 so a rolling upgrade or downgrade degrades to cache misses instead of failing requests.
@@ -23,6 +24,12 @@ from redis.exceptions import RedisError, WatchError
 from .base import StoreUnavailable, UpdateFn
 
 FORMAT_V1 = b"\x01"
+# INCRBY and the window's expiry in one atomic step; the expiry is set only when the counter is new.
+_INCR = """
+local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return v
+"""
 
 T = TypeVar("T")
 
@@ -65,6 +72,7 @@ class RedisStore:
             retry=Retry(NoBackoff(), 0),
         )
         self._redis = Redis(connection_pool=self._pool)
+        self._incr = self._redis.register_script(_INCR)
         # Updates of one key queue here and one writer task per key applies them in
         # batches: a hot key costs one transaction per batch instead of one per caller,
         # and optimistic transactions only race against other processes.
@@ -88,6 +96,10 @@ class RedisStore:
 
     async def delete(self, key: str) -> None:
         await self._bounded(self._redis.delete(self._prefix + key))
+
+    async def incr(self, key: str, amount: int, ttl: float) -> int:
+        """A plain Redis integer (no version byte), so that INCRBY can work on it."""
+        return int(await self._bounded(self._incr(keys=[self._prefix + key], args=[amount, _ms(ttl)])))
 
     async def update(self, key: str, fn: UpdateFn, ttl: float) -> bytes | None:
         """WATCH/MULTI/EXEC with bounded retries; fn may run more than once, so keep it pure."""

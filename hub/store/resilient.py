@@ -57,6 +57,9 @@ class ResilientStore:
     async def update(self, key: str, fn: UpdateFn, ttl: float) -> bytes | None:
         return await self._call(lambda s: s.update(key, fn, ttl))
 
+    async def incr(self, key: str, amount: int, ttl: float) -> int:
+        return await self._call(lambda s: s.incr(key, amount, ttl))
+
     async def close(self) -> None:
         try:
             await self._primary.close()

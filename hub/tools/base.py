@@ -23,9 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..citations import Source
+
+if TYPE_CHECKING:
+    from ..keys import ApiKey
+    from ..search.metered import SearchBill
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,8 @@ class ToolRequest:
     google: bool = False  # Google-preferred intent
     baidu: bool = False  # Baidu-preferred (`百度一下` with webSearch.baiduPreference "baidu")
     count_hint: int | None = None  # results wanted when the call names no count (hosted context size)
+    key: ApiKey | None = None  # the calling gateway key: searches spend its budget
+    bill: SearchBill | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,9 +16,11 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from .. import metrics
+from ..budget import Budget
 from ..config import WebSearchConfig
 from ..search import render
-from ..search.base import RECENCY, Hit, SearchResult, failure
+from ..search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchResult, failure
+from ..search.metered import MeteredSearch
 from ..search.service import SearchService
 from .arguments import ArgumentError, dumps, message, parse_arguments
 from .base import Hosted, Rendered, ToolCall, ToolRequest
@@ -308,6 +310,8 @@ def error_code(result: SearchResult | None) -> str:
     code = getattr(result, "error_code", None)
     if code == "invalid_input":
         return "invalid_tool_input"
+    if code == BUDGET_EXHAUSTED:  # the key's budget: the nearest code Anthropic's shape has
+        return "too_many_requests"
     return code if code in ERROR_CODES else "unavailable"
 
 
@@ -336,9 +340,10 @@ class WebSearch:
 
     call_type = SearchCall
 
-    def __init__(self, config: WebSearchConfig, search: SearchService) -> None:
+    def __init__(self, config: WebSearchConfig, search: SearchService, budget: Budget | None = None) -> None:
         self.name = config.tool_name
         self.search = search
+        self.budget = budget
         engine_required = config.default_engine is None and len(config.engines) > 1
         # narrowed engine lists, decided here once: (google, baidu) -> schema and default-engine hint
         self._schemas: dict[tuple[bool, bool], dict] = {}
@@ -365,8 +370,9 @@ class WebSearch:
 
     async def run(self, call: SearchCall, request: ToolRequest) -> None:
         hosted = request.hosted
+        search = MeteredSearch(self.search, self.budget, request.key, request.bill) if self.budget else self.search
         try:
-            call.result = await self.search.search(
+            call.result = await search.search(
                 call.query, engine=call.engine, count=call.count, recency=call.recency,
                 allowed_domains=hosted.allowed_domains if hosted else (),
                 blocked_domains=hosted.blocked_domains if hosted else (),
