@@ -3,23 +3,22 @@ serve it, the request and the chain's sticky state. Tests call `decide` directly
 
 Order: only self-hosted backends (or those opted in with `webSearch.perBackend`), or any backend
 when the client offered a hosted search tool; a request override (`web_search: false`) turns it off;
-a forced or hosted search, or the client's own tool of the same name, turns it on; a client search
-tool under another name (e.g. `WebSearch`) is left alone; otherwise the policy: `always`, `never`,
+a forced or hosted search, or the client's own tool of the same name, turns it on; a client tool
+that searches the web under another name (`WebSearch`, `google_search`; hub/client_search.py) is
+left alone, local searches (`grep_search`, `tool_search`) are not; otherwise the policy: `always`, `never`,
 `auto` (the request opted in), `selective` (opted in, the chain already searched, or the latest user
 text has web-search intent, hub/intent.py).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from .chain import ChainState
+from .client_search import client_web_search
 from .config import Limits, Provider, WebSearchConfig
 from .intent import Intent, classify, latest_user_text
 from .tools.base import HostedSearch
-
-_CLIENT_SEARCH_TOOL = re.compile(r"search", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +84,7 @@ def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: Cha
         return Decision(False, reason=ineligible_reason(ws, provider, request.force))
     names = [tool_name(t) for t in request.tools]
     client_has_tool = ws.tool_name in names
-    client_search = any(n and n != ws.tool_name and _CLIENT_SEARCH_TOOL.search(n) for n in names)
+    client_search = client_web_search(request.tools, ws.tool_name) is not None
     limits: Limits = ws.limits_for(provider.id)
     intent = None
     by_intent = False
