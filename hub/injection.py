@@ -5,7 +5,8 @@ Order: only self-hosted backends (or those opted in with `webSearch.perBackend`)
 when the client offered a hosted search tool; a request override (`web_search: false`) turns it off;
 a forced or hosted search, or the client's own tool of the same name, turns it on; a client tool
 that searches the web under another name (`WebSearch`, `google_search`; hub/client_search.py) is
-left alone, local searches (`grep_search`, `tool_search`) are not; otherwise the policy: `always`, `never`,
+left alone, local searches (`grep_search`, `tool_search`) are not; a client's side request (a title,
+summary or memory extraction, hub/side_requests.py) is not a search turn; otherwise the policy: `always`, `never`,
 `auto` (the request opted in), `selective` (opted in, the chain already searched, or the latest user
 text has web-search intent, hub/intent.py).
 """
@@ -30,6 +31,7 @@ class Request:
     opted_in: bool = False  # enable_web_search / web_search_options
     force: bool | None = None  # True/False: client override; None: policy decides
     hosted: HostedSearch | None = None
+    side: bool = False  # a client's side request (title, summary, memory): hub/side_requests.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +55,10 @@ def tool_name(tool: object) -> str | None:
     return tool.get("name")
 
 
-def request_of(body: dict, messages: list[dict], *, force: bool | None, hosted: HostedSearch | None) -> Request:
+def request_of(body: dict, messages: list[dict], *, force: bool | None, hosted: HostedSearch | None,
+               side: bool = False) -> Request:
     opted_in = body.get("enable_web_search") is True or isinstance(body.get("web_search_options"), dict)
-    return Request(messages, body.get("tools") or [], opted_in, force, hosted)
+    return Request(messages, body.get("tools") or [], opted_in, force, hosted, side)
 
 
 def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: HostedSearch | None, force: bool | None) -> bool:
@@ -94,6 +97,9 @@ def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: Cha
                   "the client forced search" if request.force else "the client offers the tool itself")
     elif client_search:
         inject, reason = False, "the client has its own search tool"  # stay out of its way
+    elif request.side and not request.opted_in:
+        # a title, summary or memory call about the conversation, not a turn
+        inject, reason = False, "a side request (title, summary, memory), not a search turn"
     elif limits.inject_policy == "always":
         inject, reason = True, "injectPolicy always"
     elif limits.inject_policy == "never":

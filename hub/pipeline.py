@@ -25,6 +25,7 @@ from .logctx import chain_id_var
 from .loop import LoopState, run_round
 from .relay import relay_chunks, relay_sse
 from .router import Router
+from .side_requests import ClientTools, classify_side
 from .store import Store
 from .tools.base import ToolRequest
 from .tools.keepalive import with_keepalive
@@ -162,6 +163,18 @@ class Pipeline:
         self.dispatcher = dispatcher
         self.tools = tools
         self.store = store
+        self.client_tools = ClientTools()
+
+    def _side_request(self, body: dict, opts: Options) -> bool:
+        """A client's side request (hub/side_requests.py); the decision and its reason are logged."""
+        cfg = self.config.web_search.side_requests
+        if not cfg.enabled:
+            return False
+        uses_tools = self.client_tools.note(f"{opts.client_key}|{opts.client_agent}", bool(body.get("tools")))
+        decision = classify_side(body, rules=cfg.rules, client_uses_tools=uses_tools)
+        if decision.side:
+            log.info("side request, not a search turn (%s): %s", decision.rule, decision.reason)
+        return decision.side
 
     # ------------------------------------------------------------ planning
 
@@ -199,8 +212,9 @@ class Pipeline:
                 messages = splice(messages, state)
                 plan.prior = tuple(s for h in state.hidden for r in h.results
                                    for s in sources_from_content(r.get("content") or ""))
-        decision = decide(ws, provider, request_of(body, messages, force=opts.force_search, hosted=opts.hosted),
-                          state)
+        request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted,
+                             side=self._side_request(body, opts))
+        decision = decide(ws, provider, request, state)
         if decision.by_intent and decision.intent is not None:
             intent = decision.intent
             metrics.INTENT_DECISIONS.labels(intent.language or "none", intent.rule or "none",

@@ -94,6 +94,7 @@ def options(request: Request, body: dict) -> Options:
         chain_id=request.headers.get("x-searchhub-chain") or None,
         client_key=client_key(request),
         trace=trace,
+        client_agent=request.headers.get("user-agent", ""),
     )
 
 
