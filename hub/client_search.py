@@ -71,12 +71,59 @@ def tool_identity(tool: object) -> tuple[object, object]:
     return source.get("name"), source.get("description")
 
 
-def client_web_search(tools: object, ours: str) -> str | None:
-    """The name of the client's own web search tool among `tools` (ours excluded), or None."""
+def client_web_search(tools: object, messages: object, ours: str) -> str | None:
+    """The name of the client's own web search tool in a chat request (ours excluded), or None:
+    one of its `tools`, or one it has deferred behind a tool loader (Claude Code's ToolSearch lists
+    `WebSearch` among "deferred tools" in a system message and loads it on demand)."""
     if not isinstance(tools, list):
         return None
+    loaders: list[str] = []
     for tool in tools:
         name, description = tool_identity(tool)
         if name != ours and is_web_search_tool(name, description):
             return name  # type: ignore[return-value]
+        if isinstance(name, str) and {"tool", "tools"}.intersection(name_words(name)):
+            loaders.append(description if isinstance(description, str) else "")
+    if not loaders:
+        return None
+    # The list arrives in the system prompt, in the loader's description or, with Claude Code, in a
+    # system-reminder inside a user message.
+    texts = loaders + [_text(m.get("content")) for m in (messages if isinstance(messages, list) else ())
+                       if isinstance(m, dict) and m.get("role") in ("system", "developer", "user")]
+    for name in deferred_tool_names(texts):
+        if name != ours and is_web_search_tool(name):
+            return name
     return None
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+_DEFERRED = re.compile(r"deferred tools?", re.I)
+_LISTED = re.compile(r'^[ \t]*(?:[-*][ \t]*)?"?([A-Za-z_][\w.-]{0,63})"?[ \t]*(?::.*)?$')
+_LIST_LINES = 200
+
+
+def deferred_tool_names(texts: list[str]) -> list[str]:
+    """Names listed one per line (`Name`, `- "name": "what it does"`) after a mention of deferred tools."""
+    names: list[str] = []
+    for text in texts:
+        for m in _DEFERRED.finditer(text):
+            lines = text[m.end():].split("\n", _LIST_LINES + 1)[1:_LIST_LINES + 1]
+            started = False
+            for line in lines:
+                hit = _LISTED.match(line)
+                if hit is None:
+                    if started and not line.strip():
+                        break  # the list ended
+                    if started:
+                        break
+                    continue
+                started = True
+                names.append(hit.group(1))
+    return names

@@ -87,7 +87,7 @@ def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: Cha
         return Decision(False, reason=ineligible_reason(ws, provider, request.force))
     names = [tool_name(t) for t in request.tools]
     client_has_tool = ws.tool_name in names
-    client_search = client_web_search(request.tools, ws.tool_name) is not None
+    client_search = client_web_search(request.tools, request.messages, ws.tool_name) is not None
     limits: Limits = ws.limits_for(provider.id)
     intent = None
     by_intent = False

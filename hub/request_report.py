@@ -63,7 +63,7 @@ def report(raw: str, *, protocol: str = "auto", rules: tuple[SideRule, ...] = ()
     side = classify_side(chat, rules=rules)
     messages = chat.get("messages") if isinstance(chat.get("messages"), list) else []
     text = latest_user_text(messages)
-    own = client_web_search(chat.get("tools"), tool_name)
+    own = client_web_search(chat.get("tools"), messages, tool_name)
     lines = [
         f"protocol:         {kind}",
         f"side request:     {'yes' if side.side else 'no'}" + (f" ({side.rule})" if side.rule else ""),

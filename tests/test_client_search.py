@@ -60,14 +60,44 @@ def test_name_words() -> None:
     assert name_words("HTTPSearch") == ["http", "search"]
 
 
+def ask(tools, messages=()) -> tuple:
+    return tools, list(messages) or [{"role": "user", "content": "hi"}]
+
+
 def test_client_web_search_skips_ours_and_garbage() -> None:
     ours = {"type": "function", "function": {"name": "web_search"}}
     theirs = {"type": "function", "function": {"name": "brave_search"}}
-    assert client_web_search([ours], "web_search") is None
-    assert client_web_search([ours, theirs], "web_search") == "brave_search"
-    assert client_web_search(["x", 3, None, {"function": "x"}, {"function": {"name": 7}}], "web_search") is None
-    assert client_web_search("tools", "web_search") is None
-    assert client_web_search([{"name": "WebSearch", "input_schema": {}}], "web_search") == "WebSearch"
+    assert client_web_search(*ask([ours]), "web_search") is None
+    assert client_web_search(*ask([ours, theirs]), "web_search") == "brave_search"
+    assert client_web_search(*ask(["x", 3, None, {"function": "x"}, {"function": {"name": 7}}]), "web_search") is None
+    assert client_web_search(*ask("tools"), "web_search") is None
+    assert client_web_search(*ask([{"name": "WebSearch", "input_schema": {}}]), "web_search") == "WebSearch"
+
+
+LOADER = {"type": "function", "function": {"name": "ToolSearch", "description": "Fetches deferred tool schemas"}}
+
+
+def test_a_web_search_tool_deferred_behind_a_loader_counts() -> None:
+    listing = ("<system-reminder>\nThe following deferred tools are now available via ToolSearch:\nCronCreate\n"
+               "WebFetch\nWebSearch\n\nOther text</system-reminder>")
+    assert client_web_search(*ask([LOADER], [{"role": "user", "content": listing}]), "web_search") == "WebSearch"
+    # the same list without a loader tool is just text
+    assert client_web_search(*ask([], [{"role": "user", "content": listing}]), "web_search") is None
+    qwen_style = {"type": "function", "function": {"name": "tool_search", "description":
+                  'Deferred tools:\n- "web_fetch": "Fetches a URL"\n- "cron_create": "Schedules"'}}
+    assert client_web_search(*ask([qwen_style]), "web_search") is None
+    qwen_style["function"]["description"] += '\n- "google_search": "Search Google"'
+    assert client_web_search(*ask([qwen_style]), "web_search") == "google_search"
+    listing_after_blank = "Deferred tools you may load:\nCronCreate\n\nWebSearch is something else"
+    assert client_web_search(*ask([LOADER], [{"role": "system", "content": listing_after_blank}]), "web_search") is None
+
+
+def test_recorded_claude_code_main_requests_defer_their_web_search() -> None:
+    from hub.protocols.messages import to_chat
+
+    for path in sorted((FIXTURES / "claude-code").glob("*-main-*.json")):
+        chat, _ = to_chat(json.loads(path.read_text())["request"]["body"])
+        assert client_web_search(chat.get("tools"), chat["messages"], "web_search") == "WebSearch", path.name
 
 
 @given(st.one_of(st.text(max_size=40), st.none(), st.integers(), st.lists(st.text(max_size=5))),
@@ -86,11 +116,8 @@ def test_local_words_stay_local_with_suffixes(name: str, sep: str, suffix: str) 
 @pytest.mark.parametrize("name", ["qwen-code", "opencode"])
 def test_recorded_clients_offer_no_web_search_tool(name: str) -> None:
     for path in sorted((FIXTURES / name).glob("*.json")):
-        tools = json.loads(path.read_text())["request"]["body"].get("tools", [])
-        assert client_web_search(tools, "web_search") is None, path.name
-    # and Claude Code's WebSearch is one
-    main = json.loads((FIXTURES / "claude-code" / "ws-ok-002-POST-main-tool-use-websearch-sse.json").read_text())
-    assert client_web_search(main["request"]["body"]["tools"], "web_search") == "WebSearch"
+        body = json.loads(path.read_text())["request"]["body"]
+        assert client_web_search(body.get("tools"), body["messages"], "web_search") is None, path.name
 
 
 # --- end to end ---------------------------------------------------------------------------------
