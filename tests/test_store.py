@@ -462,3 +462,28 @@ def test_open_store_sizes_the_pool() -> None:
                         "poolTimeoutMs": 1500})
     primary = store.health()["primary"]
     assert primary["max_connections"] == 12 and primary["pool_timeout_ms"] == 1500
+
+
+async def test_our_own_loop_lag_is_not_an_outage(redis_server) -> None:
+    """The event loop is blocked past the command timeout while Redis's answer waits in the socket:
+    the command still succeeds and the store stays healthy; a silent Redis still fails in time."""
+    store = RedisStore(redis_server.url, key_prefix=_prefix(), timeout=0.1)
+    try:
+        await store.set("k", b"v", ttl=60)  # connected
+
+        async def hog() -> None:
+            await asyncio.sleep(0.005)
+            time.sleep(0.4)  # a congested loop: nothing else runs
+
+        blocker = asyncio.ensure_future(hog())
+        assert await store.get("k") == b"v"
+        await blocker
+        assert store.health()["errors"] == 0
+    finally:
+        await store.close()
+    with SilentListener() as silent:
+        store = RedisStore(silent.url, timeout=0.1)
+        try:
+            assert await unavailable_within(store.get("k"), limit=0.5) >= 0.1
+        finally:
+            await store.close()

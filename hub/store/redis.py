@@ -24,8 +24,6 @@ from redis.exceptions import RedisError, WatchError
 from .base import StoreBusy, StoreUnavailable, UpdateFn
 
 FORMAT_V1 = b"\x01"
-STRETCH = 8  # a command's deadline grows to at most this many timeouts while our own loop is congested
-CONGESTED = 0.2  # the loop counts as congested when it comes back this fraction of a timeout late
 
 T = TypeVar("T")
 
@@ -73,9 +71,8 @@ class RedisStore:
             url,
             max_connections=max_connections,
             timeout=pool_timeout,
-            # The deadlines are ours (_answered); redis-py's would fire on our own loop's lag.
-            socket_timeout=timeout * STRETCH,
-            socket_connect_timeout=timeout * STRETCH,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 0),
         )
         self._redis = Redis(connection_pool=self._pool)
@@ -247,26 +244,8 @@ class RedisStore:
 
     @staticmethod
     async def _answered(task: asyncio.Future, timeout: float) -> bool:
-        """Did the task finish within ``timeout`` of Redis's time, not of ours? When this process's own
-        event loop is congested (a timer fires late, a yield takes long to come back), the answer may
-        be sitting unread in the socket: the wait is extended, up to STRETCH times the timeout, for
-        as long as the loop stays congested. A responsive loop with no answer means Redis is slow."""
-        loop = asyncio.get_running_loop()
-        start = loop.time()
         done, _ = await asyncio.wait((task,), timeout=timeout)
-        while not done:
-            late = loop.time() - start - timeout
-            mark = loop.time()
-            await asyncio.sleep(0)
-            backlog = loop.time() - mark
-            if task.done():
-                return True
-            congested = max(late, backlog) > timeout * CONGESTED
-            if not congested or loop.time() - start > timeout * STRETCH:
-                return False
-            start = loop.time()
-            done, _ = await asyncio.wait((task,), timeout=timeout)
-        return True
+        return bool(done)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
