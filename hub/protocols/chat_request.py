@@ -155,3 +155,26 @@ def validate_chat(body: dict) -> None:
             raise _bad(key, "must be an integer")
     if body.get("reasoning_effort") is not None and not isinstance(body["reasoning_effort"], str):
         raise _bad("reasoning_effort", "must be a string")
+
+
+CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}  # results per search for search_context_size
+_LOCATION_KEYS = ("country", "region", "city", "timezone")
+
+
+def search_options(body: dict) -> tuple[dict | None, int | None]:
+    """(user location, results per search) from chat's `web_search_options` (checked by validate_chat).
+
+    `user_location` is `{"type": "approximate", "approximate": {"country", "region", "city", "timezone"}}`;
+    the flat form is accepted too.
+    """
+    opts = body.get("web_search_options")
+    if not isinstance(opts, dict):
+        return None, None
+    count = CONTEXT_COUNTS.get(opts.get("search_context_size"))  # type: ignore[arg-type]
+    loc = opts.get("user_location")
+    if isinstance(loc, dict) and isinstance(loc.get("approximate"), dict):
+        loc = loc["approximate"]
+    location = None
+    if isinstance(loc, dict):
+        location = {k: v.strip() for k in _LOCATION_KEYS if isinstance(v := loc.get(k), str) and v.strip()} or None
+    return location, count

@@ -359,8 +359,8 @@ class WebSearch:
         args = search_args(raw_arguments, tool_name=self.name)
         engine = args.engine or self._hints[(request.google and not request.baidu, request.baidu)]
         chosen_by = "model" if args.engine else ("baidu" if request.baidu else "google") if engine else "default"
-        count = args.count or (_CONTEXT_COUNTS.get(request.hosted.context_size or "")
-                               if request.hosted is not None else None)
+        count = args.count or request.count_hint or (_CONTEXT_COUNTS.get(request.hosted.context_size or "")
+                                                     if request.hosted is not None else None)
         return SearchCall(call_id, args.query, engine, recency=args.recency, count=count, chosen_by=chosen_by)
 
     async def run(self, call: SearchCall, request: ToolRequest) -> None:
@@ -370,7 +370,7 @@ class WebSearch:
                 call.query, engine=call.engine, count=call.count, recency=call.recency,
                 allowed_domains=hosted.allowed_domains if hosted else (),
                 blocked_domains=hosted.blocked_domains if hosted else (),
-                user_location=hosted.user_location if hosted else None,
+                user_location=(hosted.user_location if hosted else None) or request.user_location,
             )
         except asyncio.CancelledError:
             raise
