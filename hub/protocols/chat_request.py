@@ -114,7 +114,7 @@ def _web_search_options(opts: object) -> None:
     if not isinstance(opts, dict):
         raise _bad("web_search_options", "must be an object")
     size = opts.get("search_context_size")
-    if size is not None and size not in CONTEXT_SIZES:
+    if size is not None and (not isinstance(size, str) or size not in CONTEXT_SIZES):
         raise _bad("web_search_options.search_context_size", f"must be one of {sorted(CONTEXT_SIZES)}")
     loc = opts.get("user_location")
     if loc is None:
@@ -170,7 +170,8 @@ def search_options(body: dict) -> tuple[dict | None, int | None]:
     opts = body.get("web_search_options")
     if not isinstance(opts, dict):
         return None, None
-    count = CONTEXT_COUNTS.get(opts.get("search_context_size"))  # type: ignore[arg-type]
+    size = opts.get("search_context_size")
+    count = CONTEXT_COUNTS.get(size) if isinstance(size, str) else None
     loc = opts.get("user_location")
     if isinstance(loc, dict) and isinstance(loc.get("approximate"), dict):
         loc = loc["approximate"]
