@@ -23,7 +23,7 @@ from .events import Options, Outcome
 from .injection import Decision, decide, eligible, ineligible_reason, request_of, tool_name
 from .logctx import chain_id_var
 from .loop import LoopState, run_round
-from .protocols.chat_request import search_options
+from .protocols.chat_request import CONTEXT_COUNTS, search_options
 from .relay import relay_chunks, relay_sse
 from .router import Router
 from .side_requests import ClientTools, classify_side
@@ -34,7 +34,6 @@ from .tools.registry import ServerTools
 from .trace import Trace
 
 log = logging.getLogger("searchhub.pipeline")
-_CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}
 
 
 @dataclass
@@ -231,7 +230,7 @@ class Pipeline:
 
     def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options) -> dict:
         """The request with our tools added (those the client does not offer itself)."""
-        count = _CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
+        count = CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
         location, chat_count = search_options(body)  # chat's web_search_options
         plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, baidu=decision.baidu,
                                    count_hint=count or chat_count, user_location=location)
