@@ -16,6 +16,7 @@ import jsonschema
 
 from .backends.proxy import DIRECT, mask_proxy, parse_proxy
 from .keys import ApiKey, parse_keys
+from .side_requests import SideConfig, compile_side_config
 
 SCHEMA_PATH = Path(__file__).with_name("engines.schema.json")
 
@@ -118,6 +119,7 @@ class WebSearchConfig:
     exec_summary: str
     keepalive_s: float = 5.0
     baidu_preference: str = "google"  # what `百度一下` narrows the engines to: "google" or "baidu"
+    side_requests: SideConfig = field(default_factory=SideConfig)
 
     def limits_for(self, provider_id: str) -> Limits:
         return self.per_backend.get(provider_id, self.limits)
@@ -586,6 +588,7 @@ def _build_web_search(
         exec_summary=ws.get("execSummary", "digest"),
         keepalive_s=ws.get("keepaliveMs", 5000) / 1000,
         baidu_preference=ws.get("baiduPreference", "google"),
+        side_requests=compile_side_config(ws.get("sideRequests"), errors),
     )
 
 

@@ -53,6 +53,7 @@ class Options:
     hosted: HostedSearch | None = None
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)
     client_key: str = ""  # identifies the caller for chain hashing (never logged)
+    client_agent: str = ""  # the User-Agent: with the key, which client a side request comes from
     frames: bool = False  # the encoder takes pre-framed chat SSE (`Frames`) for a plain relay
     trace: Trace | None = None  # filled as the request runs (hub/trace.py); None when nothing records
     key: ApiKey | None = None  # the gateway key that called: its search budget and cost

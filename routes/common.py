@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 
 from hub.backends.http import UpstreamError
 from hub.dispatch import AllTargetsFailed
-from hub.errors import BadRequest, GatewayError, PayloadTooLarge
+from hub.errors import GatewayError, PayloadTooLarge
 from hub.events import Options
 from hub.ids import new_id
 from hub.keys import ApiKey
@@ -20,6 +20,8 @@ from hub.logctx import RequestContextFilter, chain_id_var, request_id_var  # noq
 from hub.router import UnknownTarget
 from hub.runtime import Runtime
 from hub.search.metered import SearchBill
+
+from .body import decode_body
 
 T = TypeVar("T")
 _decode = msgspec.json.decode
@@ -48,16 +50,7 @@ async def read_json(request: Request, max_bytes: int) -> dict:
         if size > max_bytes:
             raise PayloadTooLarge(f"request body exceeds the limit of {max_bytes} bytes", code="request_too_large")
         chunks.append(chunk)
-    raw = b"".join(chunks)
-    if not raw.strip():
-        raise BadRequest("request body is empty; expected a JSON object")
-    try:
-        body = _decode(raw)
-    except msgspec.DecodeError as e:
-        raise BadRequest(f"request body is not valid JSON: {e}") from None
-    if not isinstance(body, dict):
-        raise BadRequest("request body must be a JSON object")
-    return body
+    return decode_body(b"".join(chunks))
 
 
 def search_override(body: dict, headers) -> bool | None:
@@ -97,6 +90,7 @@ def options(request: Request, body: dict) -> Options:
         trace=trace,
         key=key,
         bill=bill,
+        client_agent=request.headers.get("user-agent", ""),
     )
 
 

@@ -15,7 +15,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hub.store import MemoryStore, Store, StoreUnavailable, open_store
+from hub.store import MemoryStore, Store, StoreBusy, StoreUnavailable, open_store
 from hub.store.redis import RedisStore
 from hub.store.resilient import ResilientStore
 from tests.fakes.redis_server import RedisServer, SilentListener
@@ -451,3 +451,80 @@ async def test_open_store_follows_the_state_section(redis_server: RedisServer) -
         open_store({"backend": "etcd"})
     with pytest.raises(ValueError, match="url"):
         open_store({"backend": "redis"})
+
+
+# ---------------------------------------------------------------- queueing for connections
+
+
+async def test_queueing_for_a_connection_is_not_an_outage(redis_server) -> None:
+    """Far more concurrent calls than connections: they queue, and the wait never counts against
+    the command timeout, so nothing fails and the store stays healthy."""
+    prefix = _prefix()
+    store = RedisStore(redis_server.url, key_prefix=prefix, timeout=0.25, max_connections=2, pool_timeout=10)
+    try:
+        async def one(i: int) -> bytes | None:
+            await store.set(f"k{i}", str(i).encode(), ttl=60)
+            await store.update(f"n{i % 7}", incr, ttl=60)
+            return await store.get(f"k{i}")
+
+        # 600 calls queue on 2 connections; the queue is long, each command is quick
+        got = await asyncio.gather(*(one(i) for i in range(200)))
+        assert got == [str(i).encode() for i in range(200)]
+        counts = [int(await store.get(f"n{j}")) for j in range(7)]
+        assert sum(counts) == 200
+        health = store.health()
+        assert health["ok"] and health["errors"] == 0 and health["busy"] == 0
+        assert health["max_connections"] == 2
+    finally:
+        await store.close()
+
+
+async def test_a_pool_busy_past_its_wait_is_busy_not_down() -> None:
+    with SilentListener() as silent:
+        primary = RedisStore(silent.url, timeout=0.5, max_connections=1, pool_timeout=0.05)
+        resilient = ResilientStore(primary, MemoryStore())
+        try:
+            hog = asyncio.ensure_future(primary.get("a"))  # holds the only connection for 0.5 s
+            await asyncio.sleep(0.01)
+            with pytest.raises(StoreBusy):
+                await resilient.get("b")
+            assert not resilient.degraded and resilient.health()["errors"] == 0
+            assert primary.health()["busy"] == 1
+            with pytest.raises(StoreUnavailable):
+                await hog  # the silent server itself is a real failure
+            await resilient.get("c")
+            assert resilient.degraded  # ...and only that degrades
+        finally:
+            await resilient.close()
+
+
+def test_open_store_sizes_the_pool() -> None:
+    store = open_store({"backend": "redis", "url": "redis://127.0.0.1:1/0", "maxConnections": 12,
+                        "poolTimeoutMs": 1500})
+    primary = store.health()["primary"]
+    assert primary["max_connections"] == 12 and primary["pool_timeout_ms"] == 1500
+
+
+async def test_our_own_loop_lag_is_not_an_outage(redis_server) -> None:
+    """The event loop is blocked past the command timeout while Redis's answer waits in the socket:
+    the command still succeeds and the store stays healthy; a silent Redis still fails in time."""
+    store = RedisStore(redis_server.url, key_prefix=_prefix(), timeout=0.1)
+    try:
+        await store.set("k", b"v", ttl=60)  # connected
+
+        async def hog() -> None:
+            await asyncio.sleep(0.005)
+            time.sleep(0.4)  # a congested loop: nothing else runs
+
+        blocker = asyncio.ensure_future(hog())
+        assert await store.get("k") == b"v"
+        await blocker
+        assert store.health()["errors"] == 0
+    finally:
+        await store.close()
+    with SilentListener() as silent:
+        store = RedisStore(silent.url, timeout=0.1)
+        try:
+            assert await unavailable_within(store.get("k"), limit=0.5) >= 0.1
+        finally:
+            await store.close()

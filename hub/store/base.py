@@ -10,6 +10,11 @@ class StoreUnavailable(Exception):
     """The store could not answer in time; callers degrade instead of failing the request."""
 
 
+class StoreBusy(StoreUnavailable):
+    """Every connection of this process stayed busy for the whole wait: our own queue, not an
+    outage, so a resilient store answers this one call as unavailable but does not degrade."""
+
+
 class Store(Protocol):
     """Bytes in, bytes out, every key with a TTL. Keys are namespaced by the caller."""
 

@@ -236,6 +236,9 @@ def _count(value: object) -> int | None:
 # --- the call -----------------------------------------------------------------------------------
 
 
+_QUOTES = "\"'`“”‘’ "
+
+
 @dataclass(slots=True)
 class SearchCall(ToolCall):
     """One server-side search."""
@@ -246,6 +249,7 @@ class SearchCall(ToolCall):
     recency: str | None = None
     count: int | None = None
     chosen_by: str = "default"  # how the engine was chosen: model | default | google | baidu | fallback
+    resolved: str | None = None  # the engine that will run it (the default when the call names none)
     HOSTED: ClassVar[Hosted] = HOSTED
 
     @property
@@ -254,7 +258,9 @@ class SearchCall(ToolCall):
 
     @property
     def key(self) -> str:
-        return f"{' '.join(self.query.lower().split())}|{self.engine or ''}"
+        """The same search, however the model wrote it: engine resolved, query case- and space-folded."""
+        query = " ".join(self.query.casefold().split()).strip(_QUOTES)
+        return f"{query}|{self.resolved or self.engine or ''}"
 
     @property
     def label(self) -> str:
@@ -364,9 +370,11 @@ class WebSearch:
         args = search_args(raw_arguments, tool_name=self.name)
         engine = args.engine or self._hints[(request.google and not request.baidu, request.baidu)]
         chosen_by = "model" if args.engine else ("baidu" if request.baidu else "google") if engine else "default"
-        count = args.count or (_CONTEXT_COUNTS.get(request.hosted.context_size or "")
-                               if request.hosted is not None else None)
-        return SearchCall(call_id, args.query, engine, recency=args.recency, count=count, chosen_by=chosen_by)
+        count = args.count or request.count_hint or (_CONTEXT_COUNTS.get(request.hosted.context_size or "")
+                                                     if request.hosted is not None else None)
+        resolved = self.search.resolve_engine(engine)
+        return SearchCall(call_id, args.query, engine, recency=args.recency, count=count, chosen_by=chosen_by,
+                          resolved=resolved.id if resolved is not None else None)
 
     async def run(self, call: SearchCall, request: ToolRequest) -> None:
         hosted = request.hosted
@@ -376,7 +384,7 @@ class WebSearch:
                 call.query, engine=call.engine, count=call.count, recency=call.recency,
                 allowed_domains=hosted.allowed_domains if hosted else (),
                 blocked_domains=hosted.blocked_domains if hosted else (),
-                user_location=hosted.user_location if hosted else None,
+                user_location=(hosted.user_location if hosted else None) or request.user_location,
             )
         except asyncio.CancelledError:
             raise
