@@ -23,8 +23,10 @@ from .events import Options, Outcome
 from .injection import Decision, decide, eligible, ineligible_reason, request_of, tool_name
 from .logctx import chain_id_var
 from .loop import LoopState, run_round
+from .protocols.chat_request import CONTEXT_COUNTS, search_options
 from .relay import relay_chunks, relay_sse
 from .router import Router
+from .side_requests import ClientTools, classify_side
 from .store import Store
 from .tools.base import ToolRequest, Transcript
 from .tools.keepalive import with_keepalive
@@ -32,7 +34,6 @@ from .tools.registry import ServerTools
 from .trace import Trace
 
 log = logging.getLogger("searchhub.pipeline")
-_CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}
 
 
 @dataclass
@@ -162,6 +163,18 @@ class Pipeline:
         self.dispatcher = dispatcher
         self.tools = tools
         self.store = store
+        self.client_tools = ClientTools()
+
+    def _side_request(self, body: dict, opts: Options) -> bool:
+        """A client's side request (hub/side_requests.py); the decision and its reason are logged."""
+        cfg = self.config.web_search.side_requests
+        if not cfg.enabled:
+            return False
+        uses_tools = self.client_tools.note(f"{opts.client_key}|{opts.client_agent}", bool(body.get("tools")))
+        decision = classify_side(body, rules=cfg.rules, client_uses_tools=uses_tools)
+        if decision.side:
+            log.info("side request, not a search turn (%s): %s", decision.rule, decision.reason)
+        return decision.side
 
     # ------------------------------------------------------------ planning
 
@@ -199,8 +212,9 @@ class Pipeline:
                 messages = splice(messages, state)
                 plan.prior = tuple(s for h in state.hidden for r in h.results
                                    for s in sources_from_content(r.get("content") or ""))
-        decision = decide(ws, provider, request_of(body, messages, force=opts.force_search, hosted=opts.hosted,
-                                                   hosted_fetch=opts.hosted_fetch), state)
+        request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted,
+                             side=self._side_request(body, opts), hosted_fetch=opts.hosted_fetch)
+        decision = decide(ws, provider, request, state)
         if decision.by_intent and decision.intent is not None:
             intent = decision.intent
             metrics.INTENT_DECISIONS.labels(intent.language or "none", intent.rule or "none",
@@ -218,9 +232,11 @@ class Pipeline:
                 provider: str) -> dict:
         """The request with our tools added (those offered to this request that the client does not
         offer itself)."""
-        count = _CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
+        count = CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
+        location, chat_count = search_options(body)  # chat's web_search_options
         plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, baidu=decision.baidu,
-                                   count_hint=count, hosted_fetch=opts.hosted_fetch, provider=provider,
+                                   count_hint=count or chat_count, user_location=location,
+                                   key=opts.key, bill=opts.bill, hosted_fetch=opts.hosted_fetch, provider=provider,
                                    transcript=Transcript(messages))
         chosen = [t for t in self.tools if t.offered(plan.request)]
         plan.served = frozenset(t.name for t in chosen)

@@ -359,3 +359,20 @@ def test_fetches_are_traced_without_query_strings(gateway, fake_model, search_fa
     (call,) = trace["calls"]
     assert call["tool"] == "web_fetch" and call["url"] == site.origin + "/article" and call["outcome"] == "ok"
     assert "hunter2" not in json.dumps(trace["calls"])  # (the answer's sources list the cited URL as the client sees it)
+
+
+def test_a_keys_fetch_budget(gateway, fake_model, search_fakes, site) -> None:
+    """fetchesPerDay: the key's second fetch of the day is refused before anything is fetched."""
+    cfg = config(fake_model.url, search_fakes, site)
+    cfg["server"]["apiKeys"] = [{"key": CLIENT, "name": "bot", "fetchesPerDay": 1}]
+    gw = gateway(cfg)
+    article = site.origin + "/article"
+    client = openai.OpenAI(base_url=gw.url + "/v1", api_key=CLIENT, max_retries=0)
+    seen = []
+    for _ in range(2):
+        fake_model.script({"tool_calls": [{"name": "web_fetch", "arguments": {"url": article}}]}, {"content": "ok"})
+        client.chat.completions.create(model="d", messages=[{"role": "user", "content": f"search the web, read {article}"}])
+        seen.append(tool_payloads(fake_model.requests[-1])[-1])
+    assert seen[0]["url"] == article and MAIN_SENTENCES[0] in seen[0]["text"]
+    assert seen[1]["error_code"] == "too_many_requests"
+    assert [path for path, _ in site.requests] == ["/article"]  # the second fetch never left the gateway

@@ -26,9 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..citations import Source
+
+if TYPE_CHECKING:
+    from ..keys import ApiKey
+    from ..search.metered import SearchBill
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +154,10 @@ class ToolRequest:
     hosted: HostedSearch | None = None  # the client offered a provider-hosted search tool
     google: bool = False  # Google-preferred intent
     baidu: bool = False  # Baidu-preferred (`百度一下` with webSearch.baiduPreference "baidu")
-    count_hint: int | None = None  # results wanted when the call names no count (hosted context size)
+    count_hint: int | None = None  # results wanted when the call names no count (search_context_size)
+    user_location: dict | None = None  # chat web_search_options.user_location, when no hosted tool gives one
+    key: ApiKey | None = None  # the calling gateway key: searches spend its budget
+    bill: SearchBill | None = None
     hosted_fetch: HostedFetch | None = None  # the client offered a provider-hosted fetch tool
     provider: str = ""  # the provider id of the target serving the request (per-backend settings)
     transcript: Transcript = field(default_factory=Transcript)

@@ -15,11 +15,13 @@ from typing import Any, ClassVar
 import msgspec
 
 from .. import metrics
+from ..budget import Budget
 from ..citations import Source
 from ..config import WebFetchConfig
 from ..fetcher import Fetcher, FetchResult, UrlPolicy, normalize, redact, tool_content
 from ..fetcher.content import UNTRUSTED_NOTE
-from ..fetcher.result import MAX_USES_EXCEEDED, failure
+from ..fetcher.result import MAX_USES_EXCEEDED, TOO_MANY_REQUESTS, failure
+from ..keys import ANONYMOUS
 from ..search.sanitize import truncate
 from . import passages
 from .arguments import ArgumentError, dumps, parse_arguments
@@ -219,11 +221,12 @@ class WebFetch:
 
     call_type = FetchCall
 
-    def __init__(self, config: WebFetchConfig, fetcher: Fetcher, policy: UrlPolicy) -> None:
+    def __init__(self, config: WebFetchConfig, fetcher: Fetcher, policy: UrlPolicy, budget: Budget | None = None) -> None:
         self.name = WEB_FETCH
         self.config = config
         self.fetcher = fetcher
         self.policy = policy
+        self.budget = budget  # the calling key's fetchesPerDay (hub/budget.py)
         self._schema = web_fetch_tool(self.name)
 
     def offered(self, request: ToolRequest) -> bool:
@@ -254,6 +257,13 @@ class WebFetch:
         return FetchCall(call_id, args.url, cap, args.find, citations=bool(hosted and hosted.citations))
 
     async def run(self, call: FetchCall, request: ToolRequest) -> None:
+        denial = await self.budget.take_fetch(request.key) if self.budget is not None else None
+        if denial is not None:
+            if request.bill is not None:
+                request.bill.denied = denial
+            metrics.SEARCH_BUDGET_DENIALS.labels(request.key.name if request.key else ANONYMOUS, denial.limit).inc()
+            call.result = failure(call.url, denial.message, TOO_MANY_REQUESTS)
+            return
         hosted = request.hosted_fetch
         scope = self.policy.scope(hosted.allowed_domains if hosted else (), hosted.blocked_domains if hosted else ())
         scope.remember_messages(request.transcript.messages)
