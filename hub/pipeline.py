@@ -27,7 +27,7 @@ from .relay import relay_chunks, relay_sse
 from .router import Router
 from .store import Store
 from .tools.base import ToolRequest
-from .tools.keepalive import with_keepalive
+from .tools.keepalive import Feed, with_keepalive
 from .tools.registry import ServerTools
 
 log = logging.getLogger("searchhub.pipeline")
@@ -128,7 +128,7 @@ class Turn:
     def ours(self, call: dict) -> bool:
         return (call.get("function") or {}).get("name") in self.plan.served
 
-    async def after_round(self, text: str | None, ours: list[dict], their_ids: list[str], events: list | None) -> bool:
+    async def after_round(self, text: str | None, ours: list[dict], their_ids: list[str], events: Feed | None) -> bool:
         """Run our calls of a round; True when the model gets another round, False when the turn
         ends here (client calls in the same round: ours are hidden in the chain for the splice)."""
         log.info("round %d: %d server tool call(s)", self.state.rounds + 1, len(ours))
@@ -298,7 +298,7 @@ class StreamDriver:
                 our_calls = ours.calls()
                 if not our_calls or not allow:
                     break
-                events: list = []
+                events = Feed()
                 task = asyncio.ensure_future(turn.after_round("".join(round_text), our_calls, self.their_ids, events))
                 async for item in with_keepalive(task, events, self.keepalive_s):
                     yield item
