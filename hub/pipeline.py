@@ -10,13 +10,13 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import metrics
 from .backends.normalize import StreamNormalizer, ToolCallAssembler, normalize_completion
-from .chain import ChainSession, Hidden, splice
+from .chain import ChainSession, ChainState, Hidden, splice
 from .citations import annotate, sources_from_content
-from .config import Config, Limits, Target
+from .config import Config, Limits, Provider, Target
 from .dispatch import Dispatcher
 from .errors import Unavailable
 from .events import Options, Outcome
@@ -48,6 +48,24 @@ class Plan:
     @property
     def relay(self) -> bool:
         return not self.served
+
+
+@dataclass
+class Routing:
+    """A request's route, and what the request becomes for each candidate target: injection is
+    decided for a target when it is tried (its own policy and per-backend limits), so a commercial
+    fallback gets the client's request untouched and a self-hosted fallback gets the tools."""
+
+    route: str
+    candidates: tuple[Target, ...]
+    body: dict  # the client's request
+    opts: Options
+    session: ChainSession
+    messages: list[dict]  # after the chain's splice (the client's own when nothing was spliced)
+    state: ChainState | None = None
+    prior: tuple = ()
+    plans: dict[str, Plan] = field(default_factory=dict)  # by provider id
+    counted: bool = False  # the intent decision was counted in the metrics
 
 
 def add_usage(total: dict, usage: dict | None) -> None:
@@ -97,6 +115,8 @@ class Turn:
         self.first = True
         self.usage: dict = {}
         self.texts: list[str] = []
+        self.allow = self.state.tool_allowed()
+        self.opening = self.body(self.allow)  # the first round's request
 
     def body(self, allow: bool) -> dict:
         """The next round's request; without our tools when they are no longer allowed."""
@@ -122,7 +142,8 @@ class Turn:
         return b
 
     def served_to(self, target: Target) -> None:
-        """The next round re-invokes the target that answered (its cache holds the conversation)."""
+        """The next round re-invokes the target that answered (its cache holds the conversation);
+        the others that may take over are those that get the tools too."""
         self.candidates = (target, *(c for c in self.candidates if c is not target))
 
     def ours(self, call: dict) -> bool:
@@ -158,7 +179,8 @@ class Pipeline:
 
     # ------------------------------------------------------------ planning
 
-    async def plan(self, body: dict, opts: Options) -> Plan:
+    async def routing(self, body: dict, opts: Options) -> Routing:
+        """The route and its candidates; the chain's state when any candidate could get the tools."""
         ws = self.config.web_search
         thinking = bool(body.get("reasoning_effort")) and body.get("reasoning_effort") != "none"
         tokens = 0
@@ -167,35 +189,57 @@ class Pipeline:
         res = self.router.resolve(body.get("model"), prompt_tokens=tokens, thinking=thinking)
         if not res.candidates:
             raise Unavailable(f"route '{res.route}' has no targets")
-        provider = res.candidates[0].provider
         messages: list[dict] = body["messages"]
         session = ChainSession(self.store, ws.chain_ttl_s, opts.client_key, messages, opts.chain_id)
-        plan = Plan(res.route, res.candidates, body, ws.limits_for(provider.id), session)
+        routing = Routing(res.route, res.candidates, body, opts, session, messages)
         if opts.hosted is not None and not ws.engines:
             log.warning("the client offered hosted web search, but no engine is configured "
                         "(webSearch.engines): answering without search")
+        if session.continues and any(eligible(ws, t.provider, hosted=opts.hosted, force=opts.force_search)
+                                     for t in res.candidates):
+            chain_id_var.set(session.key[6:18])
+            routing.state = await session.load()
+            if routing.state and routing.state.hidden:
+                routing.messages = splice(messages, routing.state)
+                routing.prior = tuple(s for h in routing.state.hidden for r in h.results
+                                      for s in sources_from_content(r.get("content") or ""))
+        return routing
+
+    def plan(self, routing: Routing, provider: Provider) -> Plan:
+        """What the request becomes for one provider's targets (decided once per provider)."""
+        plan = routing.plans.get(provider.id)
+        if plan is None:
+            plan = routing.plans[provider.id] = self._plan(routing, provider)
+        return plan
+
+    def _plan(self, routing: Routing, provider: Provider) -> Plan:
+        ws = self.config.web_search
+        body, opts, messages = routing.body, routing.opts, routing.messages
+        plan = Plan(routing.route, routing.candidates, body, ws.limits_for(provider.id), routing.session)
         if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search):
             return plan
-
-        state = None
-        if session.continues:
-            chain_id_var.set(session.key[6:18])
-            state = await session.load()
-            if state and state.hidden:
-                messages = splice(messages, state)
-                plan.prior = tuple(s for h in state.hidden for r in h.results
-                                   for s in sources_from_content(r.get("content") or ""))
+        plan.prior = routing.prior
         decision = decide(ws, provider, request_of(body, messages, force=opts.force_search, hosted=opts.hosted),
-                          state)
-        if decision.by_intent and decision.intent is not None:
+                          routing.state)
+        if decision.by_intent and decision.intent is not None and not routing.counted:
+            routing.counted = True
             intent = decision.intent
             metrics.INTENT_DECISIONS.labels(intent.language or "none", intent.rule or "none",
                                             "search" if intent.search else "no").inc()
         plan.body = self._inject(plan, body, messages, decision, opts) if decision.inject else (
             body if messages is body["messages"] else {**body, "messages": messages})
-        if decision.inject:
-            metrics.WEB_SEARCH_INJECTIONS.labels(provider.type).inc()
         return plan
+
+    def turn(self, routing: Routing, provider: Provider, turns: dict[str, Turn], *, stream: bool) -> Turn:
+        """The turn a target that gets the tools starts (one per provider); its later rounds may fail
+        over only to candidates that get the tools too (the conversation holds our calls)."""
+        turn = turns.get(provider.id)
+        if turn is None:
+            plan = self.plan(routing, provider)
+            plan.candidates = tuple(t for t in routing.candidates
+                                    if t.provider is provider or not self.plan(routing, t.provider).relay)
+            turn = turns[provider.id] = Turn(self, plan, stream=stream)
+        return turn
 
     def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options) -> dict:
         """The request with our tools added (those the client does not offer itself)."""
@@ -213,15 +257,21 @@ class Pipeline:
     # ------------------------------------------------------------ non-streaming
 
     async def complete(self, body: dict, opts: Options) -> Outcome:
-        plan = await self.plan(body, opts)
-        if plan.relay:
-            resp, target = await self.dispatcher.complete(plan.route, plan.candidates, plan.body)
+        routing = await self.routing(body, opts)
+        turns: dict[str, Turn] = {}
+
+        def opening(target: Target) -> dict:
+            plan = self.plan(routing, target.provider)
+            return plan.body if plan.relay else self.turn(routing, target.provider, turns, stream=False).opening
+
+        resp, target = await self.dispatcher.complete(routing.route, routing.candidates, opening)
+        if self.plan(routing, target.provider).relay:
             return Outcome(normalize_completion(resp), target=target.key)
-        turn = Turn(self, plan, stream=False)
+        turn = self.turn(routing, target.provider, turns, stream=False)
+        metrics.WEB_SEARCH_INJECTIONS.labels(target.provider.type).inc()
+        allow = turn.allow
         first_id = None
         while True:
-            allow = turn.state.tool_allowed()
-            resp, target = await self.dispatcher.complete(plan.route, turn.candidates, turn.body(allow))
             turn.served_to(target)
             normalize_completion(resp)
             first_id = first_id or resp.get("id")
@@ -236,6 +286,8 @@ class Pipeline:
             if not ours or not allow or not await turn.after_round(msg.get("content"), ours,
                                                                    [c.get("id") for c in theirs], None):
                 break
+            allow = turn.state.tool_allowed()
+            resp, target = await self.dispatcher.complete(routing.route, turn.candidates, turn.body(allow))
         finish = final_finish(choice.get("finish_reason"), bool(theirs))
         content = joined(turn.texts)
         out_msg: dict = {"role": "assistant", "content": content or None}
@@ -256,19 +308,25 @@ class Pipeline:
     # ------------------------------------------------------------ streaming
 
     async def stream(self, body: dict, opts: Options) -> AsyncIterator:
-        """Opens the first upstream stream before returning, so routing errors surface as HTTP errors."""
-        plan = await self.plan(body, opts)
-        if plan.relay:
-            if opts.frames:  # the encoder takes pre-framed chat SSE: the fast path
-                it, target = await self.dispatcher.stream(plan.route, plan.candidates, plan.body, raw=True)
-                return relay_sse(it, target)
-            it, _ = await self.dispatcher.stream(plan.route, plan.candidates, plan.body)
-            return relay_chunks(it)
-        turn = Turn(self, plan, stream=True)
-        allow = turn.state.tool_allowed()
-        it, target = await self.dispatcher.stream(plan.route, turn.candidates, turn.body(allow))
+        """Opens the first upstream stream (up to its first content) before returning, so routing
+        errors and targets that all fail surface as HTTP errors."""
+        routing = await self.routing(body, opts)
+        turns: dict[str, Turn] = {}
+
+        def opening(target: Target) -> dict:
+            plan = self.plan(routing, target.provider)
+            return plan.body if plan.relay else self.turn(routing, target.provider, turns, stream=True).opening
+
+        def raw(target: Target) -> bool:  # the encoder takes pre-framed chat SSE: the fast path
+            return opts.frames and self.plan(routing, target.provider).relay
+
+        it, target = await self.dispatcher.stream(routing.route, routing.candidates, opening, raw=raw)
+        if self.plan(routing, target.provider).relay:
+            return relay_sse(it, target) if opts.frames else relay_chunks(it)
+        turn = self.turn(routing, target.provider, turns, stream=True)
+        metrics.WEB_SEARCH_INJECTIONS.labels(target.provider.type).inc()
         turn.served_to(target)
-        return StreamDriver(turn, self.config.web_search.keepalive_s).run(it, target, allow)
+        return StreamDriver(turn, self.config.web_search.keepalive_s).run(it, target, turn.allow)
 
 
 class StreamDriver:
