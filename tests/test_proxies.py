@@ -19,18 +19,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.backends.http import Gate, make_client
+from hub.backends.http import make_client
 from hub.backends.proxy import DIRECT, ProxyPolicy, choose, mask_proxy, parse_proxy
 from hub.config import ConfigError, parse
-from hub.dispatch import Dispatcher
+from hub.dispatch import Dispatcher, Gate
 from hub.router import Cooldowns, Router
 from hub.search import SearchService
 from hub.store.memory import MemoryStore
 
-from .conftest import base_config
 from .fakes.forward_proxy import ForwardProxy
 from .fakes.search_models import GLM_KEY
 from .fakes.search_providers import KEYS, config_with
+from .helpers import base_config
 
 ROOT = Path(__file__).resolve().parent.parent
 USER, PASSWORD = "alice", "pr0xy-pass-7c41e9d2"

@@ -18,6 +18,7 @@ from hub.backends.http import make_client
 from hub.search import SearchResult
 from hub.search.base import EngineError
 from hub.search.jina import read_page
+from hub.search.render import tool_text
 
 from .fakes.search_apis import KEYS
 from .fakes.search_providers import Reply, config_with, search_service
@@ -199,8 +200,8 @@ def test_chinese_results_are_normalized_and_sanitized(fake, kind):
     assert first.snippet.startswith("国务院总理主持召开国务院常务会议，部署<重点工作>。")
     assert "\u202e" not in r.hits[2].snippet and "\x00" not in r.hits[2].snippet
     assert first.published and first.published.startswith("2025-11-22")
-    payload = json.loads(r.to_tool_content())
-    assert payload["hits"][0]["n"] == 1 and "untrusted" in payload["note"]
+    payload = json.loads(tool_text(r)[0])
+    assert payload["results"][0]["n"] == 1 and "untrusted" in payload["note"]
 
 
 @pytest.mark.parametrize("kind", ["ollama", "jina", "perplexity", "firecrawl", "linkup"])

@@ -17,9 +17,9 @@ from urllib.parse import parse_qs
 import pytest
 import trustme
 
-from hub.backends.http import Gate, make_client
+from hub.backends.http import make_client
 from hub.config import parse
-from hub.dispatch import Dispatcher
+from hub.dispatch import Dispatcher, Gate
 from hub.router import Cooldowns, Router
 from hub.search import SearchService
 from hub.search.ddgs import DdgsEngine
@@ -168,7 +168,7 @@ def test_tls_verification_stays_on(proxy, tmp_path):
 
 
 def test_rate_limited_duckduckgo_is_a_failure_that_falls_back(proxy, ca_file, answers, search_fakes):
-    from .conftest import searxng_engine
+    from .helpers import searxng_engine
 
     _, ca_path = ca_file
     answers.status = 202  # DuckDuckGo's rate-limit page; ddgs cannot tell it from "nothing found"

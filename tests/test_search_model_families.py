@@ -12,6 +12,7 @@ import pytest
 
 from hub.config import ConfigError, parse
 from hub.router import Cooldowns
+from hub.search.render import tool_text
 
 from .fakes.search_model_families import BLOG, KEYS, KIMI_ARGUMENTS, RELEASES, WIKI, error_block
 from .fakes.search_providers import Reply, config_with, search_service
@@ -200,8 +201,8 @@ def test_each_family_answers_with_hits(fake, family):
     r = one(config(fake, e, [key]))
     assert r.ok, r.error
     assert r.engine == family and r.hits and r.hits[0].url == BLOG
-    payload = json.loads(r.to_tool_content())
-    assert payload["hits"][0]["n"] == 1
+    payload = json.loads(tool_text(r)[0])
+    assert payload["results"][0]["n"] == 1
 
 
 @pytest.mark.parametrize("family", list(KEYS))
@@ -234,7 +235,7 @@ def test_a_provider_that_cannot_search_is_refused():
 def test_gateway_search_answered_by_kimi(gateway, fake_model, fake):
     """End to end: a self-hosted model asks for a search; the gateway's secondary call goes to Kimi
     (with its echo round trip) and the model reads Kimi's hits."""
-    from .conftest import base_config
+    from .helpers import base_config
     from .test_pipeline import answer_after_search, ask
 
     cfg = base_config(fake_model.url)

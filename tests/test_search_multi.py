@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hub.config import ConfigError, parse
 from hub.search.base import Hit
 from hub.search.multi import RRF_K, fuse
+from hub.search.render import tool_text
 from hub.search.sanitize import dedup_key
 
 from .fakes.search_providers import CORPUS, KEYS, Reply, config_with, search_service
@@ -62,10 +63,10 @@ def test_a_failing_member_is_reported_and_the_others_answer(fake):
     fake.script("brave", Reply(status=500, body={"error": {"detail": "backend down"}}))
     r, _ = run(multi_config(fake))
     assert r.ok
-    payload = json.loads(r.to_tool_content())
+    payload = json.loads(tool_text(r)[0])
     assert payload["failed_engines"] == [{"engine": "brave",
                                           "error": "the search service failed (HTTP 500: backend down)"}]
-    assert payload["hits"]
+    assert payload["results"]
 
 
 def test_every_member_failing_is_a_failure(fake):

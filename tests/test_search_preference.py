@@ -8,8 +8,8 @@ import pytest
 
 from hub.intent import classify
 
-from .conftest import searxng_engine, serper_engine
 from .fakes.search_apis import KEYS as API_KEYS
+from .helpers import searxng_engine, serper_engine
 from .test_pipeline import answer_after_search, ask, search_config
 
 

@@ -31,6 +31,8 @@ def tool_text(result: SearchResult, first_n: int = 1) -> tuple[str, list[Source]
          **({"published": h.published} if h.published else {}), **({"source": h.source} if h.source else {})}
         for s, h in zip(sources, result.hits, strict=True)
     ]
+    if result.engine_errors:  # a multi engine's failed members: the model may retry on another engine
+        payload["failed_engines"] = [{"engine": e, "error": msg} for e, msg in result.engine_errors]
     return _encode(payload).decode(), sources
 
 
