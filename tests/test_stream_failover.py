@@ -186,3 +186,67 @@ def test_broken_body_fails_over_without_streaming(gateway, fake_model, broken, m
     fake_model.default = {"content": "the fallback answers"}
     client = openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0)
     assert client.chat.completions.create(model="d", messages=HI).choices[0].message.content == "the fallback answers"
+
+
+# --- a provider's own protocol, passed through untouched ---------------------------------------------
+
+
+def native_config(broken: BrokenUpstream, kind: str, first: str, fallback: str | None) -> dict:
+    """Two `anthropic` (or `openai`) providers in priority order; the route is theirs, so the
+    Messages (Responses) endpoint passes requests through."""
+    def url(mode: str) -> str:
+        return broken.url(mode).removesuffix("/v1") if kind == "anthropic" else broken.url(mode)
+
+    cfg = base_config(f"http://127.0.0.1:{free_port()}/v1")
+    cfg["providers"] = {"first": {"type": kind, "baseURL": url(first), "apiKey": "sk-native-test-key-1"}}
+    pools = [{"id": "first", "priority": 100, "targets": ["first.m"]}]
+    if fallback:
+        cfg["providers"]["second"] = {"type": kind, "baseURL": url(fallback), "apiKey": "sk-native-test-key-2"}
+        pools.append({"id": "fallback", "priority": 50, "targets": ["second.m"]})
+    cfg["virtualrouter"]["routing"]["default"] = pools
+    return cfg
+
+
+@pytest.mark.parametrize("mode", ["anthropic_error_first", "anthropic_start_only", "close", "html", "empty"])
+def test_anthropic_passthrough_fails_over_before_content(gateway, broken, mode) -> None:
+    gw = gateway(native_config(broken, "anthropic", mode, "anthropic_ok"))
+    before = broken.requests[mode]
+    with anthropic.Anthropic(base_url=gw.url, api_key="k", max_retries=0).messages.stream(
+            model="d", max_tokens=50, messages=HI) as s:
+        message = s.get_final_message()
+    assert message.content[0].text == "native answer"
+    assert broken.requests[mode] == before + 1
+
+
+@pytest.mark.parametrize("mode", ["responses_failed_first", "responses_start_only", "close", "html", "empty"])
+def test_responses_passthrough_fails_over_before_content(gateway, broken, mode) -> None:
+    gw = gateway(native_config(broken, "openai", mode, "responses_ok"))
+    before = broken.requests[mode]
+    client = openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0)
+    events = list(client.responses.create(model="d", input="hello there", stream=True))
+    assert events[-1].type == "response.completed"
+    assert events[-1].response.output_text == "native answer"
+    assert broken.requests[mode] == before + 1
+
+
+def test_passthrough_with_no_target_left_is_an_http_error(gateway, broken) -> None:
+    gw = gateway(native_config(broken, "anthropic", "anthropic_error_first", None))
+    with pytest.raises(anthropic.APIStatusError) as e:
+        with anthropic.Anthropic(base_url=gw.url, api_key="k", max_retries=0).messages.stream(
+                model="d", max_tokens=50, messages=HI) as s:
+            s.get_final_message()
+    assert e.value.status_code == 502
+
+
+@pytest.mark.parametrize(("kind", "mode"), [("anthropic", "anthropic_cut"), ("openai", "responses_cut")])
+def test_passthrough_cut_after_content_ends_with_an_error_event(gateway, broken, kind, mode) -> None:
+    gw = gateway(native_config(broken, kind, mode, None))
+    if kind == "anthropic":
+        lines = sse_lines(gw, "/v1/messages", {"model": "d", "stream": True, "max_tokens": 50, "messages": HI})
+        assert "native answer" in "".join(lines)
+        assert lines[-2] == "event: error" and "event: message_stop" not in lines
+    else:
+        lines = sse_lines(gw, "/v1/responses", {"model": "d", "stream": True, "input": "hi"})
+        assert "native answer" in "".join(lines)
+        assert json.loads(lines[-1][6:])["type"] == "error"
+        assert not any("response.completed" in line for line in lines)

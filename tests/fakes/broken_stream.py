@@ -14,6 +14,11 @@ crashed server would leave it):
   role_only    200 event-stream, the role chunk, then the connection closes
   cut          200 event-stream, the role chunk and one word of text, then the connection closes
   json         200 application/json with a chat completion (for non-streaming requests)
+
+and in a provider's own protocol (the pass-through): `anthropic_*` (Messages events) and
+`responses_*` (Responses events): `_ok` a whole answer, `_error_first`/`_failed_first` the
+provider's error event before any content, `_start_only` only the opening events, `_cut` cut after
+the first text without the terminal event.
 """
 
 from __future__ import annotations
@@ -50,6 +55,55 @@ ANSWERS: dict[str, bytes] = {
     "json": b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
             % len(_COMPLETION) + _COMPLETION,
 }
+
+
+def _event(name: str, data: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+_MESSAGE = {"id": "msg_native", "type": "message", "role": "assistant", "model": "m", "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}
+_A_START = _event("message_start", {"type": "message_start", "message": _MESSAGE})
+_A_TEXT = (_event("content_block_start", {"type": "content_block_start", "index": 0,
+                                          "content_block": {"type": "text", "text": ""}})
+           + _event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                            "delta": {"type": "text_delta", "text": "native answer"}}))
+_A_END = (_event("content_block_stop", {"type": "content_block_stop", "index": 0})
+          + _event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
+                                                                         "stop_sequence": None},
+                                     "usage": {"output_tokens": 2}})
+          + _event("message_stop", {"type": "message_stop"}))
+_RESPONSE = {"id": "resp_native", "object": "response", "created_at": 1, "status": "in_progress", "model": "m",
+             "output": []}
+_R_START = (_event("response.created", {"type": "response.created", "sequence_number": 0, "response": _RESPONSE})
+            + _event("response.in_progress", {"type": "response.in_progress", "sequence_number": 1,
+                                              "response": _RESPONSE}))
+_R_ITEM = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+_R_TEXT = (_event("response.output_item.added", {"type": "response.output_item.added", "sequence_number": 2,
+                                                 "output_index": 0, "item": _R_ITEM})
+           + _event("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": 3,
+                                                   "item_id": "msg_1", "output_index": 0, "content_index": 0,
+                                                   "delta": "native answer", "logprobs": []}))
+_DONE_ITEM = {**_R_ITEM, "status": "completed",
+              "content": [{"type": "output_text", "text": "native answer", "annotations": []}]}
+_R_END = (_event("response.output_item.done", {"type": "response.output_item.done", "sequence_number": 4,
+                                               "output_index": 0, "item": _DONE_ITEM})
+          + _event("response.completed", {"type": "response.completed", "sequence_number": 5,
+                                          "response": {**_RESPONSE, "status": "completed", "output": [_DONE_ITEM]}}))
+ANSWERS.update({
+    # a provider's own protocol, relayed untouched by the pass-through
+    "anthropic_ok": _SSE_HEAD + _A_START + _A_TEXT + _A_END,
+    "anthropic_error_first": _SSE_HEAD + _A_START + _event("error", {
+        "type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    "anthropic_start_only": _SSE_HEAD + _A_START,
+    "anthropic_cut": _SSE_HEAD + _A_START + _A_TEXT,
+    "responses_ok": _SSE_HEAD + _R_START + _R_TEXT + _R_END,
+    "responses_failed_first": _SSE_HEAD + _R_START + _event("response.failed", {
+        "type": "response.failed", "sequence_number": 2,
+        "response": {**_RESPONSE, "status": "failed", "error": {"code": "server_error", "message": "boom"}}}),
+    "responses_start_only": _SSE_HEAD + _R_START,
+    "responses_cut": _SSE_HEAD + _R_START + _R_TEXT,
+})
 STREAM_FAILURES = ("close", "garbage", "error_first", "html", "empty", "done_only", "role_only")
 
 
