@@ -136,8 +136,14 @@ class Dispatcher:
             return await first_content(batches, t.provider)
 
         opened, target = await self.run(route, candidates, open_one, hold=True)
-        it = watched_batches(opened) if _for(raw, target) else watched_chunks(opened)
-        return self.held(it, target), target
+        provider = target.provider
+
+        def release() -> None:
+            self.gate.leave(provider)
+
+        if _for(raw, target):
+            return watched_batches(opened, release=release), target
+        return watched_chunks(opened, release=release), target
 
     async def held(self, it: AsyncIterator[T], target: Target) -> AsyncIterator[T]:
         """A stream opened with hold: it keeps its concurrency slot until it is consumed or closed."""

@@ -13,7 +13,7 @@ of a stream that ended without `[DONE]`, are decoded here.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -87,29 +87,35 @@ def _finished(batches: list[list[bytes]], provider: Provider) -> bool:
     return False
 
 
-async def watched_batches(opened: Opened, *, check_end: bool = True) -> AsyncIterator[list[bytes]]:
+async def watched_batches(opened: Opened, *, check_end: bool = True,
+                          release: Callable[[], None] | None = None) -> AsyncIterator[list[bytes]]:
     """The stream's reads, the first ones again; ends after `[DONE]`; with check_end, raises when
-    it ended without `[DONE]` and without a finish reason in its last reads."""
+    it ended without `[DONE]` and without a finish reason in its last reads. `release` runs when
+    the stream is done with (the dispatcher's concurrency slot)."""
     last: list[list[bytes]] = []
-    async with aclosing(opened.rest) as rest:
-        for batch in opened.head:
-            yield batch
-            if DONE in batch:
-                return
-        last = opened.head[-2:]
-        async for batch in rest:
-            yield batch
-            if DONE in batch:
-                return
-            last = [last[-1], batch] if last else [batch]
-    if check_end and not _finished(last, opened.provider):
-        raise _unfinished()
+    try:
+        async with aclosing(opened.rest) as rest:
+            for batch in opened.head:
+                yield batch
+                if DONE in batch:
+                    return
+            last = opened.head[-2:]
+            async for batch in rest:
+                yield batch
+                if DONE in batch:
+                    return
+                last = [last[-1], batch] if last else [batch]
+        if check_end and not _finished(last, opened.provider):
+            raise _unfinished()
+    finally:
+        if release is not None:
+            release()
 
 
-async def watched_chunks(opened: Opened) -> AsyncIterator[dict]:
+async def watched_chunks(opened: Opened, *, release: Callable[[], None] | None = None) -> AsyncIterator[dict]:
     """The stream as decoded chunks; ends at `[DONE]`; raises when it ended without a finish."""
     finished = False
-    async with aclosing(watched_batches(opened, check_end=False)) as batches:
+    async with aclosing(watched_batches(opened, check_end=False, release=release)) as batches:
         async for batch in batches:
             for data in batch:
                 if data == DONE:
