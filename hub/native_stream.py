@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import msgspec
 
 from .backends.http import UpstreamError
+from .stream_watch import HEAD_LIMIT
 
 # per provider type: (content events, failure events, terminal events)
 _EVENTS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[bytes]]] = {
@@ -58,9 +59,13 @@ async def first_content(chunks: AsyncIterator[bytes], provider_type: str) -> Ope
     content, failed, _ = _EVENTS[provider_type]
     head: list[bytes] = []
     buf = b""
+    size = 0
     try:
         async for chunk in chunks:
             head.append(chunk)
+            size += len(chunk)
+            if size > HEAD_LIMIT:
+                raise UpstreamError("upstream sent over 1 MiB before any content", status=502)
             *lines, buf = (buf + chunk).split(b"\n")
             for line in lines:
                 kind = _event_type(line.rstrip(b"\r"))
@@ -82,18 +87,18 @@ class _LastEvent:
 
     def __init__(self) -> None:
         self.name: bytes | None = None
-        self._carry = b""  # an `event:` line cut by the end of a read
+        self._carry = b""  # an `event:` line cut by the end of a read, or the read's last bytes
 
     def feed(self, chunk: bytes) -> None:
-        scan = self._carry + chunk if self._carry else chunk
+        scan = self._carry + chunk
         i = scan.rfind(b"\nevent:")
-        if i < 0:
-            return
-        j = scan.find(b"\n", i + 1)
-        if j < 0:
+        j = scan.find(b"\n", i + 1) if i >= 0 else -1
+        if i >= 0 and j < 0:
             self._carry = scan[i:i + 256]
-        else:
-            self.name, self._carry = scan[i + 7:j].strip(), b""
+            return
+        if i >= 0:
+            self.name = scan[i + 7:j].strip()
+        self._carry = scan[-6:]  # a "\nevent:" cut by the end of this read
 
 
 async def watched(opened: Opened) -> AsyncIterator[bytes]:

@@ -22,6 +22,7 @@ from .backends.openai_compat import decode_chunk
 from .config import Provider
 
 DONE = b"[DONE]"
+HEAD_LIMIT = 1 << 20  # bytes held before the first content, at most
 
 
 @dataclass(slots=True)
@@ -53,9 +54,13 @@ async def first_content(batches: AsyncIterator[list[bytes]], provider: Provider)
     """Read until the first content; anything else first is a retryable UpstreamError (and the
     upstream response is closed)."""
     head: list[list[bytes]] = []
+    size = 0
     try:
         async for batch in batches:
             head.append(batch)
+            size += sum(len(d) for d in batch)
+            if size > HEAD_LIMIT:
+                raise UpstreamError("upstream sent over 1 MiB before any content", status=502)
             for data in batch:
                 if data == DONE:
                     raise UpstreamError("upstream stream ended before any content", status=502)
