@@ -131,6 +131,7 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8787
     api_keys: tuple[str, ...] = field(default=(), repr=False)
+    admin_keys: tuple[str, ...] = field(default=(), repr=False)
     max_body_bytes: int = 8 * 1024 * 1024
     log_level: str = "info"
     reload_interval_s: float = 1.0
@@ -147,6 +148,23 @@ class RouterConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TraceConfig:
+    enabled: bool = True
+    ring_size: int = 2000
+    sample_rate: float = 1.0  # share of plain requests kept; searched or failed ones are always kept
+    bodies: bool = False
+    store_ttl_s: float = 3600.0  # 0: traces stay in the process
+    flush_interval_s: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryConfig:
+    otlp_endpoint: str | None = None
+    service_name: str = "searchhub"
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     path: str | None
     server: ServerConfig
@@ -157,6 +175,8 @@ class Config:
     state: dict
     responses_ttl_s: float
     raw_hash: str = ""
+    trace: TraceConfig = field(default_factory=TraceConfig)
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
 
     def target(self, key: str) -> Target | None:
         """Resolve a pinned 'provider.model' (split at the first '.')."""
@@ -346,6 +366,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
         host=srv.get("host", "127.0.0.1"),
         port=srv.get("port", 8787),
         api_keys=tuple(srv.get("apiKeys", ())),
+        admin_keys=tuple(srv.get("adminKeys", ())),
         max_body_bytes=srv.get("maxBodyBytes", 8 * 1024 * 1024),
         log_level=srv.get("logLevel", "info"),
         reload_interval_s=srv.get("reloadIntervalMs", 1000) / 1000,
@@ -409,7 +430,24 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
         model_aliases=aliases,
         state=state,
         responses_ttl_s=raw.get("responses", {}).get("storeTtlMs", 86400000) / 1000,
+        trace=_trace(raw.get("trace", {})),
+        telemetry=_telemetry(raw.get("telemetry", {})),
     )
+
+
+def _trace(d: dict) -> TraceConfig:
+    return TraceConfig(
+        enabled=d.get("enabled", True),
+        ring_size=d.get("ringSize", 2000),
+        sample_rate=float(d.get("sampleRate", 1.0)),
+        bodies=d.get("bodies", False),
+        store_ttl_s=d.get("storeTtlMs", 3600000) / 1000,
+    )
+
+
+def _telemetry(d: dict) -> TelemetryConfig:
+    return TelemetryConfig(otlp_endpoint=d.get("otlpEndpoint") or None,
+                           service_name=d.get("serviceName", "searchhub"), headers=dict(d.get("headers", {})))
 
 
 def _limits(d: dict, base: Limits | None) -> Limits:

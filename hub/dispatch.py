@@ -13,11 +13,13 @@ from typing import TypeVar
 import httpx
 
 from . import metrics
+from .activity import Activity
 from .backends import openai_compat
 from .backends.http import UpstreamError
 from .config import Provider, Target
 from .router import Router
 from .stream_watch import Opened, first_content, watched_batches, watched_chunks
+from .trace import Trace
 
 log = logging.getLogger("searchhub.dispatch")
 T = TypeVar("T")
@@ -75,14 +77,16 @@ class Gate:
 
 
 class Dispatcher:
-    def __init__(self, client: httpx.AsyncClient, router: Router, gate: Gate) -> None:
+    def __init__(self, client: httpx.AsyncClient, router: Router, gate: Gate,
+                 activity: Activity | None = None) -> None:
         self.client = client
         self.router = router
         self.gate = gate
+        self.activity = activity or Activity()
 
     async def run(
         self, route: str, candidates: tuple[Target, ...], call: Callable[[Target], Awaitable[T]],
-        *, hold: bool = False,
+        *, hold: bool = False, trace: Trace | None = None,
     ) -> tuple[T, Target]:
         """call(target) on each candidate until one succeeds. Retryable failures cool the target;
         a client error (4xx other than 408/429) is the client's and is raised as is. With hold, the
@@ -94,6 +98,8 @@ class Dispatcher:
                 self.gate.enter(provider)
             except UpstreamError as e:
                 attempts.append(Attempt(target.key, provider.id, e.reason, e.status))
+                if trace is not None:
+                    trace.tried(target.key, e.reason, e.status)
                 continue
             started = time.perf_counter()
             try:
@@ -101,6 +107,9 @@ class Dispatcher:
             except UpstreamError as e:
                 self.gate.leave(provider)
                 metrics.UPSTREAM_LATENCY.labels(provider.id, "error").observe(time.perf_counter() - started)
+                self.activity.upstream(target.key, False)
+                if trace is not None:
+                    trace.tried(target.key, e.reason, e.status, time.perf_counter() - started)
                 if not e.retryable:
                     raise
                 log.warning("target %s failed: %s; trying the next one", target.key, e.reason)
@@ -113,18 +122,24 @@ class Dispatcher:
             if not hold:
                 self.gate.leave(provider)
             metrics.UPSTREAM_LATENCY.labels(provider.id, "ok").observe(time.perf_counter() - started)
+            self.activity.upstream(target.key, True)
+            if trace is not None:
+                trace.answered(target.key, time.perf_counter() - started)
             return result, target
         raise AllTargetsFailed(route, attempts)
 
-    async def complete(self, route: str, candidates: tuple[Target, ...], body: Body) -> tuple[dict, Target]:
+    async def complete(self, route: str, candidates: tuple[Target, ...], body: Body,
+                       *, trace: Trace | None = None) -> tuple[dict, Target]:
         """The first answer of the candidates; `body` may be decided per target."""
         retries = self.router.config.router.retries
         return await self.run(
-            route, candidates, lambda t: openai_compat.complete(self.client, t, _for(body, t), retries=retries)
+            route, candidates, lambda t: openai_compat.complete(self.client, t, _for(body, t), retries=retries),
+            trace=trace,
         )
 
     async def stream(
-        self, route: str, candidates: tuple[Target, ...], body: Body, *, raw: bool | Callable[[Target], bool] = False
+        self, route: str, candidates: tuple[Target, ...], body: Body, *, raw: bool | Callable[[Target], bool] = False,
+        trace: Trace | None = None,
     ) -> tuple[AsyncIterator, Target]:
         """Fails over while nothing reached the client: until the upstream's first content
         (hub/stream_watch.py). `body` and `raw` (the `data:` payloads of each read instead of
@@ -135,7 +150,7 @@ class Dispatcher:
             batches = await openai_compat.stream(self.client, t, _for(body, t), retries=retries, raw=True)
             return await first_content(batches, t.provider)
 
-        opened, target = await self.run(route, candidates, open_one, hold=True)
+        opened, target = await self.run(route, candidates, open_one, hold=True, trace=trace)
         provider = target.provider
 
         def release() -> None:

@@ -9,8 +9,12 @@ beside the chunks as these events, so the Responses and Messages encoders can sh
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .tools.base import HostedSearch, ToolCall
+
+if TYPE_CHECKING:
+    from .trace import Trace
 
 
 @dataclass(slots=True)
@@ -48,6 +52,7 @@ class Options:
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)
     client_key: str = ""  # identifies the caller for chain hashing (never logged)
     frames: bool = False  # the encoder takes pre-framed chat SSE (`Frames`) for a plain relay
+    trace: Trace | None = None  # filled as the request runs (hub/trace.py); None when nothing records
 
 
 @dataclass(slots=True)

@@ -41,6 +41,7 @@ class Decision:
     client_has_tool: bool = False  # the client offers a tool named like ours: serviced, not injected
     by_intent: bool = False  # the intent classification decided (counted in the intent metrics)
     baidu: bool = False  # `百度一下` with webSearch.baiduPreference "baidu": Baidu-backed engines instead
+    reason: str = ""  # why, in words (request traces, docs/operating.md)
 
 
 def tool_name(tool: object) -> str | None:
@@ -68,9 +69,20 @@ def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: HostedSearch | 
     return limits.enabled and (provider.self_hosted or provider.id in ws.per_backend)
 
 
+def ineligible_reason(ws: WebSearchConfig, provider: Provider, force: bool | None) -> str:
+    """Why `eligible` said no."""
+    if force is False:
+        return "the client switched search off"
+    if not ws.engines:
+        return "no search engine is configured"
+    if not ws.limits_for(provider.id).enabled:
+        return f"web search is disabled for provider '{provider.id}'"
+    return f"provider '{provider.id}' is not self-hosted and has no webSearch.perBackend entry"
+
+
 def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: ChainState | None = None) -> Decision:
     if not eligible(ws, provider, hosted=request.hosted, force=request.force):
-        return Decision(False)
+        return Decision(False, reason=ineligible_reason(ws, provider, request.force))
     names = [tool_name(t) for t in request.tools]
     client_has_tool = ws.tool_name in names
     client_search = any(n and n != ws.tool_name and _CLIENT_SEARCH_TOOL.search(n) for n in names)
@@ -79,27 +91,33 @@ def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: Cha
     by_intent = False
     if request.hosted is not None or request.force or client_has_tool:
         inject = True
+        reason = ("the client offered hosted web search" if request.hosted is not None else
+                  "the client forced search" if request.force else "the client offers the tool itself")
     elif client_search:
-        inject = False  # the client runs its own search tool; stay out of its way
+        inject, reason = False, "the client has its own search tool"  # stay out of its way
     elif limits.inject_policy == "always":
-        inject = True
+        inject, reason = True, "injectPolicy always"
     elif limits.inject_policy == "never":
-        inject = False
+        inject, reason = False, "injectPolicy never"
     elif limits.inject_policy == "auto":
         inject = request.opted_in
+        reason = "the client opted in" if inject else "injectPolicy auto: the client did not opt in"
     else:  # selective
         inject = request.opted_in or bool(state and state.sticky)
+        reason = "the client opted in" if request.opted_in else "sticky chain"
         if not inject:
             intent = _classify(request.messages)
             by_intent = intent is not None
             inject = bool(intent and intent.search)
+            reason = "no user text to classify" if intent is None else (
+                "search intent" if inject else "no search intent")
     if not inject:
-        return Decision(False, intent=intent, by_intent=by_intent)
+        return Decision(False, intent=intent, by_intent=by_intent, reason=reason)
     if intent is None:
         intent = _classify(request.messages)
     google = bool((intent and intent.google) or (state and state.google))
     baidu = bool(intent and intent.baidu) and ws.baidu_preference == "baidu"
-    return Decision(True, google and not baidu, intent, client_has_tool, by_intent, baidu)
+    return Decision(True, google and not baidu, intent, client_has_tool, by_intent, baidu, reason)
 
 
 def _classify(messages: list[dict]) -> Intent | None:

@@ -21,6 +21,7 @@ from .search.render import error_text
 from .tools.arguments import ArgumentError
 from .tools.base import ServerTool, ToolCall, ToolRequest
 from .tools.registry import ServerTools
+from .trace import Trace
 
 log = logging.getLogger("searchhub.loop")
 BUDGET_EXHAUSTED = "tool-result budget exhausted: answer with the results you already have"
@@ -40,12 +41,15 @@ class LoopState:
     sources: dict[int, Source] = field(default_factory=dict)
     next_n: int = 1
     stopped: str | None = None  # the guard that ended the loop
+    trace: Trace | None = None
 
     def stop(self, guard: str) -> None:
         if self.stopped is None:
             self.stopped = guard
             metrics.WEB_SEARCH_ITERATION_CAP.labels("loop", guard).inc()
             log.info("tool loop ended by guard: %s", guard)
+            if self.trace is not None:
+                self.trace.guard(guard)
 
     def tool_allowed(self) -> bool:
         """May the next model round still call server tools?"""
@@ -112,10 +116,12 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
             emit(ToolStarted(call))
 
     if jobs:
-        await asyncio.gather(*(tool.run(call, state.request) for _, tool, call in jobs))
+        elapsed = await asyncio.gather(*(_timed(tool.run(call, state.request)) for _, tool, call in jobs))
         errors = 0
-        for i, tool, call in jobs:
+        for (i, tool, call), seconds in zip(jobs, elapsed, strict=True):
             shown[i] = call
+            if state.trace is not None:
+                state.trace.ran(tool.name, state.rounds, call, seconds)
             rendered = tool.render(call, state.next_n)
             if not call.ok:
                 errors += 1
@@ -136,6 +142,12 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
             state.consecutive_errors = 0
     state.calls.extend(c for c in shown if c is not None)
     return [m for m in messages if m is not None]
+
+
+async def _timed(run) -> float:
+    started = time.perf_counter()
+    await run
+    return time.perf_counter() - started
 
 
 def _tool(call_id: str, content: str) -> dict:

@@ -1,8 +1,18 @@
-"""Prometheus metrics (names listed in docs/deployment.md). Labels never carry secrets."""
+"""Prometheus metrics. Labels never carry secrets or model-chosen text.
+
+With `searchhub serve --workers N`, the supervisor sets PROMETHEUS_MULTIPROC_DIR before the workers
+start (hub/serve.py): every worker then writes its values to files there, and `/metrics`, whichever
+worker answers, adds them up (prometheus-client's multiprocess mode).
+"""
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import multiprocess as _multiprocess
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -48,9 +58,62 @@ STATE_ERRORS = Counter(
     registry=REGISTRY,
 )
 STATE_DEGRADED = Gauge(
-    "searchhub_state_degraded", "1 while the shared-state store is unreachable.", registry=REGISTRY
+    "searchhub_state_degraded", "1 while the shared-state store is unreachable (any worker).", registry=REGISTRY,
+    multiprocess_mode="livemax",
+)
+
+# ---- what explains a search
+
+LOOP_DEPTH = Histogram(
+    "searchhub_loop_rounds", "Server-tool rounds per request that had the tool injected.", registry=REGISTRY,
+    buckets=(0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20),
+)
+TOOL_CALLS_PER_REQUEST = Histogram(
+    "searchhub_tool_calls_per_request", "Server-tool calls per request that had the tool injected.",
+    registry=REGISTRY, buckets=(0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30),
+)
+ENGINE_SELECTIONS = Counter(
+    "searchhub_engine_selections_total",
+    "How each search's engine was chosen: model (named it), default, google / baidu (preferred-index "
+    "narrowing), fallback (another engine answered after a failure).", ["engine", "source"], registry=REGISTRY,
+)
+FETCHES = Counter(
+    "searchhub_fetches_total", "Server-side page fetches (web_fetch).", ["outcome"], registry=REGISTRY
+)
+SIDE_REQUESTS_SKIPPED = Counter(
+    "searchhub_side_requests_skipped_total", "Client side requests (titles, summaries…) that got no search.",
+    ["client"], registry=REGISTRY,
+)
+SEARCH_MODE = Counter(
+    "searchhub_search_mode_total", "Requests that searched, by mode: tool (the model calls web_search) or "
+    "presearch (the gateway searched before the first round).", ["mode"], registry=REGISTRY,
+)
+ESTIMATED_USAGE = Counter(
+    "searchhub_estimated_usage_total", "Responses whose token usage the gateway estimated.", registry=REGISTRY
+)
+SEARCH_COST = Counter(
+    "searchhub_search_cost_total", "Search spend in the engines' configured cost unit.", ["engine"],
+    registry=REGISTRY,
+)
+CLIENT_REQUESTS = Counter(
+    "searchhub_client_requests_total", "Model requests by client family (from the User-Agent).", ["client"],
+    registry=REGISTRY,
 )
 
 
+def multiprocess() -> bool:
+    return bool(os.environ.get(MULTIPROC_ENV))
+
+
+def process_exit() -> None:
+    """A worker stops: drop its live gauges from the sum (counters keep counting its past)."""
+    if multiprocess():
+        _multiprocess.mark_process_dead(os.getpid())
+
+
 def render() -> bytes:
+    if multiprocess():
+        registry = CollectorRegistry()
+        _multiprocess.MultiProcessCollector(registry)
+        return generate_latest(registry)
     return generate_latest(REGISTRY)

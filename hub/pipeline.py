@@ -20,7 +20,7 @@ from .config import Config, Limits, Provider, Target
 from .dispatch import Dispatcher
 from .errors import Unavailable
 from .events import Options, Outcome
-from .injection import Decision, decide, eligible, request_of, tool_name
+from .injection import Decision, decide, eligible, ineligible_reason, request_of, tool_name
 from .logctx import chain_id_var
 from .loop import LoopState, run_round
 from .relay import relay_chunks, relay_sse
@@ -29,6 +29,7 @@ from .store import Store
 from .tools.base import ToolRequest
 from .tools.keepalive import Feed, with_keepalive
 from .tools.registry import ServerTools
+from .trace import Trace
 
 log = logging.getLogger("searchhub.pipeline")
 _CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}
@@ -44,6 +45,8 @@ class Plan:
     served: frozenset[str] = frozenset()  # server tools serviced in this request; empty = a plain relay
     request: ToolRequest = ToolRequest()
     prior: tuple = ()  # numbered sources of spliced hidden calls
+    decision: Decision | None = None  # None: the target could not get the tools at all ...
+    ineligible: str | None = None  # ... for this reason
 
     @property
     def relay(self) -> bool:
@@ -104,11 +107,12 @@ class Turn:
     """One client turn through the tool loop: the round bodies, failover to the same target, our
     calls split from the client's, the hidden-call save, usage and texts summed over rounds."""
 
-    def __init__(self, pipeline: Pipeline, plan: Plan, *, stream: bool) -> None:
+    def __init__(self, pipeline: Pipeline, plan: Plan, *, stream: bool, trace: Trace | None = None) -> None:
         self.pipeline = pipeline
         self.plan = plan
         self.stream = stream
-        self.state = LoopState(plan.limits, plan.request)
+        self.trace = trace
+        self.state = LoopState(plan.limits, plan.request, trace=trace)
         self.state.add_sources(list(plan.prior))
         self.messages = list(plan.body["messages"])
         self.candidates = plan.candidates
@@ -162,7 +166,12 @@ class Turn:
         self.messages = [*self.messages, assistant, *tool_msgs]
         return True
 
-    async def finish(self, finish: str) -> None:
+    async def finish(self, finish: str, result: dict) -> None:
+        state = self.state
+        metrics.LOOP_DEPTH.observe(state.rounds)
+        metrics.TOOL_CALLS_PER_REQUEST.observe(len(state.calls))
+        if self.trace is not None:
+            self.trace.finish_loop(state.sources, result, self.pipeline.config.trace.bodies, self.plan.body)
         await self.plan.session.finish(finish, searching=bool(self.plan.served), google=self.plan.request.google)
 
 
@@ -192,12 +201,17 @@ class Pipeline:
         messages: list[dict] = body["messages"]
         session = ChainSession(self.store, ws.chain_ttl_s, opts.client_key, messages, opts.chain_id)
         routing = Routing(res.route, res.candidates, body, opts, session, messages)
+        tr = opts.trace
+        if tr is not None:
+            tr.route = res.route
         if opts.hosted is not None and not ws.engines:
             log.warning("the client offered hosted web search, but no engine is configured "
                         "(webSearch.engines): answering without search")
         if session.continues and any(eligible(ws, t.provider, hosted=opts.hosted, force=opts.force_search)
                                      for t in res.candidates):
             chain_id_var.set(session.key[6:18])
+            if tr is not None:
+                tr.chain = session.key[6:18]
             routing.state = await session.load()
             if routing.state and routing.state.hidden:
                 routing.messages = splice(messages, routing.state)
@@ -217,6 +231,7 @@ class Pipeline:
         body, opts, messages = routing.body, routing.opts, routing.messages
         plan = Plan(routing.route, routing.candidates, body, ws.limits_for(provider.id), routing.session)
         if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search):
+            plan.ineligible = ineligible_reason(ws, provider, opts.force_search)
             return plan
         plan.prior = routing.prior
         decision = decide(ws, provider, request_of(body, messages, force=opts.force_search, hosted=opts.hosted),
@@ -226,6 +241,7 @@ class Pipeline:
             intent = decision.intent
             metrics.INTENT_DECISIONS.labels(intent.language or "none", intent.rule or "none",
                                             "search" if intent.search else "no").inc()
+        plan.decision = decision
         plan.body = self._inject(plan, body, messages, decision, opts) if decision.inject else (
             body if messages is body["messages"] else {**body, "messages": messages})
         return plan
@@ -238,8 +254,21 @@ class Pipeline:
             plan = self.plan(routing, provider)
             plan.candidates = tuple(t for t in routing.candidates
                                     if t.provider is provider or not self.plan(routing, t.provider).relay)
-            turn = turns[provider.id] = Turn(self, plan, stream=stream)
+            turn = turns[provider.id] = Turn(self, plan, stream=stream, trace=routing.opts.trace)
         return turn
+
+    def committed(self, routing: Routing, target: Target, trace: Trace | None) -> Plan:
+        """The plan of the target that answered: its decision is the request's (trace, metrics)."""
+        plan = self.plan(routing, target.provider)
+        if trace is not None:
+            if plan.decision is None:
+                trace.injected(False, plan.ineligible or "", plan.limits.inject_policy)
+            else:
+                trace.decided(plan.decision, plan.limits.inject_policy)
+        if not plan.relay:
+            metrics.WEB_SEARCH_INJECTIONS.labels(target.provider.type).inc()
+            metrics.SEARCH_MODE.labels("tool").inc()
+        return plan
 
     def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options) -> dict:
         """The request with our tools added (those the client does not offer itself)."""
@@ -264,11 +293,13 @@ class Pipeline:
             plan = self.plan(routing, target.provider)
             return plan.body if plan.relay else self.turn(routing, target.provider, turns, stream=False).opening
 
-        resp, target = await self.dispatcher.complete(routing.route, routing.candidates, opening)
-        if self.plan(routing, target.provider).relay:
+        resp, target = await self.dispatcher.complete(routing.route, routing.candidates, opening, trace=opts.trace)
+        plan = self.committed(routing, target, opts.trace)
+        if plan.relay:
+            if opts.trace is not None:
+                opts.trace.finish_answer(resp, self.config.trace.bodies, plan.body)
             return Outcome(normalize_completion(resp), target=target.key)
         turn = self.turn(routing, target.provider, turns, stream=False)
-        metrics.WEB_SEARCH_INJECTIONS.labels(target.provider.type).inc()
         allow = turn.allow
         first_id = None
         while True:
@@ -287,7 +318,8 @@ class Pipeline:
                                                                    [c.get("id") for c in theirs], None):
                 break
             allow = turn.state.tool_allowed()
-            resp, target = await self.dispatcher.complete(routing.route, turn.candidates, turn.body(allow))
+            resp, target = await self.dispatcher.complete(routing.route, turn.candidates, turn.body(allow),
+                                                          trace=turn.trace)
         finish = final_finish(choice.get("finish_reason"), bool(theirs))
         content = joined(turn.texts)
         out_msg: dict = {"role": "assistant", "content": content or None}
@@ -302,7 +334,7 @@ class Pipeline:
                   "choices": [{"index": 0, "message": out_msg, "finish_reason": finish, "logprobs": None}]}
         if turn.usage:
             result["usage"] = turn.usage
-        await turn.finish(finish)
+        await turn.finish(finish, result)
         return Outcome(result, turn.state.calls, target.key)
 
     # ------------------------------------------------------------ streaming
@@ -320,11 +352,11 @@ class Pipeline:
         def raw(target: Target) -> bool:  # the encoder takes pre-framed chat SSE: the fast path
             return opts.frames and self.plan(routing, target.provider).relay
 
-        it, target = await self.dispatcher.stream(routing.route, routing.candidates, opening, raw=raw)
-        if self.plan(routing, target.provider).relay:
+        it, target = await self.dispatcher.stream(routing.route, routing.candidates, opening, raw=raw,
+                                                  trace=opts.trace)
+        if self.committed(routing, target, opts.trace).relay:
             return relay_sse(it, target) if opts.frames else relay_chunks(it)
         turn = self.turn(routing, target.provider, turns, stream=True)
-        metrics.WEB_SEARCH_INJECTIONS.labels(target.provider.type).inc()
         turn.served_to(target)
         return StreamDriver(turn, self.config.web_search.keepalive_s).run(it, target, turn.allow)
 
@@ -365,13 +397,14 @@ class StreamDriver:
                 allow = turn.state.tool_allowed()
                 self.finish = None
                 await it.aclose()
-                it, target = await turn.pipeline.dispatcher.stream(turn.plan.route, turn.candidates, turn.body(allow))
+                it, target = await turn.pipeline.dispatcher.stream(turn.plan.route, turn.candidates, turn.body(allow),
+                                                                   trace=turn.trace)
                 turn.served_to(target)
         finally:
             await it.aclose()
         for chunk in self._ending(target):
             yield chunk
-        await turn.finish(final_finish(self.finish, self.their_calls))
+        await turn.finish(final_finish(self.finish, self.their_calls), {"usage": turn.usage, "text": "".join(turn.texts)})
 
     async def _round(self, it: AsyncIterator[dict], ours: ToolCallAssembler, round_text: list[str]) -> AsyncIterator:
         turn = self.turn

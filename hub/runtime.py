@@ -12,27 +12,34 @@ import httpx
 
 from . import config as cfgmod
 from . import metrics
+from .activity import Activity
 from .backends.http import make_client
 from .dispatch import Dispatcher, Gate
 from .pipeline import Pipeline
 from .router import Cooldowns, Router
 from .search.service import SearchService
 from .store import Store, open_store
+from .telemetry import Telemetry
 from .tools.registry import Parts
 from .tools.registry import build as build_tools
 from .tools.search_execution import Summarizer
+from .traces import TraceRecorder
 
 log = logging.getLogger("searchhub.runtime")
 
 
 @dataclass
 class Shared:
-    """What outlives a config reload: connections, cooldowns, in-flight counts, the state store."""
+    """What outlives a config reload: connections, cooldowns, in-flight counts, the state store,
+    the trace ring, recent activity and the telemetry exporter."""
 
     client: httpx.AsyncClient
     store: Store
     cooldowns: Cooldowns = field(default_factory=Cooldowns)
     gate: Gate = field(default_factory=Gate)
+    traces: TraceRecorder = field(default_factory=lambda: TraceRecorder(cfgmod.TraceConfig(enabled=False)))
+    activity: Activity = field(default_factory=Activity)
+    telemetry: Telemetry = field(default_factory=Telemetry)
 
 
 class Runtime:
@@ -45,8 +52,9 @@ class Runtime:
         self.client = shared.client
         self.store = shared.store
         self.router = Router(config, shared.cooldowns)
-        self.dispatcher = Dispatcher(shared.client, self.router, shared.gate)
-        self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store)
+        self.dispatcher = Dispatcher(shared.client, self.router, shared.gate, shared.activity)
+        self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store,
+                                    activity=shared.activity)
         self.tools = build_tools(Parts(config, shared.client, self.search))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
@@ -80,7 +88,10 @@ class Gateway:
         store = open_store(config.state)
         # One read now, so a shared store that is down shows on /health before a request needs it.
         await store.get("probe")
-        shared = Shared(client=make_client(), store=store)
+        traces = TraceRecorder(config.trace, store if config.state.get("backend") == "redis" else None)
+        shared = Shared(client=make_client(), store=store, traces=traces,
+                        telemetry=Telemetry.from_config(config.telemetry))
+        traces.start_flusher()
         self.runtime = Runtime(config, shared)
         self.observe_state()
         self.loaded_at = time.time()
@@ -90,6 +101,8 @@ class Gateway:
         if self._watch_task:
             self._watch_task.cancel()
         if self.runtime:
+            await self.runtime.shared.traces.stop()
+            self.runtime.shared.telemetry.shutdown()
             await self.runtime.shared.client.aclose()
             await self.runtime.shared.store.close()
 
@@ -143,6 +156,7 @@ class Gateway:
             metrics.CONFIG_RELOADS.labels("rejected").inc()
             log.exception("config reload failed, still serving the previous config")
             return False
+        runtime.shared.traces.configure(config.trace)
         self.runtime = runtime  # one reference assignment: atomic for every request that starts after it
         self.loaded_at = time.time()
         self.last_reload_error = None

@@ -20,9 +20,11 @@ from hub import config as cfgmod
 from hub import metrics
 from hub.backends.proxy import mask_proxy
 from hub.runtime import Gateway
+from hub.trace import Trace, client_family, key_name, ms
 
-from . import chat, messages, responses
-from .common import authorized, new_request_id, request_id_var, runtime
+from . import admin, chat, messages, responses
+from .admin import is_admin_path
+from .common import TRACE_SCOPE_KEY, key_index, new_request_id, presented_key, request_id_var, runtime
 
 log = logging.getLogger("searchhub.http")
 _OPEN_PATHS = frozenset({"/health", "/metrics"})
@@ -54,21 +56,32 @@ class GatewayMiddleware:
         path = scope["path"]
         started = time.perf_counter()
         status_box = [0]
+        trace: Trace | None = None
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_box[0] = message["status"]
                 message["headers"] = [*message.get("headers", []), rid_header]
+            elif trace is not None and trace.ttft_ms is None and message.get("body"):
+                trace.ttft_ms = ms(time.perf_counter() - started)
+                if status_box[0] >= 400:
+                    trace.error = error_message(message["body"])
             await send(message)
 
+        model_call = scope["method"] == "POST" and (path.startswith("/v1/") or path.startswith("/anthropic/"))
+        gateway: Gateway = scope["app"].state.gateway
+        shared = gateway.runtime.shared if gateway.runtime else None
         try:
-            gateway: Gateway = scope["app"].state.gateway
             keys = gateway.runtime.config.server.api_keys if gateway.runtime else ()
-            if keys and path not in _OPEN_PATHS:
+            index = None
+            if keys and path not in _OPEN_PATHS and not is_admin_path(path):
                 headers = _Headers(scope["headers"])
-                if not authorized(headers, keys):
+                index = key_index(presented_key(headers), keys)
+                if index is None:
                     await _unauthorized(path, send_with_id)
                     return
+            if model_call and shared is not None:
+                trace = _start_trace(shared, scope, rid, path, index)
             await self.app(scope, receive, send_with_id)
         finally:
             if path.startswith("/v1/") or path.startswith("/anthropic/"):
@@ -76,7 +89,54 @@ class GatewayMiddleware:
                 counter, latency = _request_metrics(endpoint, status_box[0])
                 counter.inc()
                 latency.observe(time.perf_counter() - started)
+            if trace is not None and shared is not None:
+                trace.status = status_box[0]
+                trace.total_ms = ms(time.perf_counter() - started)
+                if shared.traces.enabled:
+                    shared.traces.finish(trace)
+                shared.telemetry.export(trace)
             request_id_var.reset(token)
+
+
+def _start_trace(shared, scope: Scope, rid: str, path: str, index: int | None) -> Trace | None:
+    """The request's trace (also when only telemetry wants it), and the per-client metrics."""
+    ua = originator = None
+    for k, v in scope["headers"]:
+        if k == b"user-agent":
+            ua = v.decode("latin-1")
+        elif k == b"originator":
+            originator = v.decode("latin-1")
+    family = client_family(ua, originator)
+    _client_counter(family).inc()
+    shared.activity.request()
+    if not (shared.traces.enabled or shared.telemetry.enabled):
+        return None
+    endpoint = path.rsplit("/", 1)[-1]
+    trace = Trace(rid, time.time(), "chat" if endpoint == "completions" else endpoint, client=family,
+                  key=key_name(index))
+    scope[TRACE_SCOPE_KEY] = trace
+    return trace
+
+
+_CLIENT_COUNTERS: dict[str, object] = {}
+
+
+def _client_counter(family: str):
+    c = _CLIENT_COUNTERS.get(family)
+    if c is None:  # families are a fixed vocabulary (hub/trace.py)
+        c = _CLIENT_COUNTERS[family] = metrics.CLIENT_REQUESTS.labels(family)
+    return c
+
+
+def error_message(body: bytes) -> str:
+    """The message of an error response (OpenAI or Anthropic shape), for the trace."""
+    try:
+        data = msgspec.json.decode(body[:65536])
+    except msgspec.DecodeError:
+        return "error"
+    err = data.get("error") if isinstance(data, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else None
+    return msg[:300] if isinstance(msg, str) and msg else "error"
 
 
 _METRIC_CHILDREN: dict[tuple[str, int], tuple] = {}
@@ -188,12 +248,14 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlet
             yield
         finally:
             await gateway.stop()
+            metrics.process_exit()
 
     routes = [
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
         *chat.routes,
+        *admin.routes,
         *responses.routes,
         *messages.routes,
     ]

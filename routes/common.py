@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import hmac
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -80,28 +81,50 @@ def client_key(request: Request) -> str:
     return request.headers.get("x-api-key") or auth.removeprefix("Bearer ").strip()
 
 
+TRACE_SCOPE_KEY = "searchhub.trace"  # the request's Trace, put into the ASGI scope by the middleware
+
+
 def options(request: Request, body: dict) -> Options:
+    trace = request.scope.get(TRACE_SCOPE_KEY)
+    if trace is not None:
+        trace.stream = body.get("stream") is True
+        trace.model = body.get("model") if isinstance(body.get("model"), str) else None
     return Options(
         force_search=search_override(body, request.headers),
         chain_id=request.headers.get("x-searchhub-chain") or None,
         client_key=client_key(request),
+        trace=trace,
     )
 
 
-def authorized(headers, keys: tuple[str, ...]) -> bool:
-    if not keys:
-        return True
+def presented_key(headers, *, basic: bool = False) -> str | None:
+    """The key in x-api-key or a Bearer header; with basic, also a Basic auth password (browsers)."""
     presented = headers.get("x-api-key")
     if presented is None:
         auth = headers.get("authorization", "")
         if auth[:7].lower() == "bearer ":
             presented = auth[7:].strip()
+        elif basic and auth[:6].lower() == "basic ":
+            try:
+                presented = base64.b64decode(auth[6:].strip(), validate=True).decode().partition(":")[2]
+            except (ValueError, UnicodeDecodeError):
+                return None
+    return presented or None
+
+
+def key_index(presented: str | None, keys: tuple[str, ...]) -> int | None:
+    """Which of keys was presented (its position), or None."""
     if not presented:
-        return False
-    ok = False
-    for k in keys:  # compare against every key so timing says nothing about which matched
-        ok |= hmac.compare_digest(presented.encode(), k.encode())
-    return ok
+        return None
+    found = None
+    for i, k in enumerate(keys):  # compare against every key so timing says nothing about which matched
+        if hmac.compare_digest(presented.encode(), k.encode()) and found is None:
+            found = i
+    return found
+
+
+def authorized(headers, keys: tuple[str, ...]) -> bool:
+    return not keys or key_index(presented_key(headers), keys) is not None
 
 
 # ---------------------------------------------------------------- errors

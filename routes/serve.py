@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 from hub import cli
 from hub import config as cfgmod
 from hub.logctx import RequestContextFilter
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus-client when hub.metrics is imported
 
 _CONFIG_ENV = "SEARCHHUB_CONFIG"
 
@@ -74,20 +78,43 @@ def serve(path: str, *, host: str | None = None, port: int | None = None, worker
         logging.getLogger("searchhub").warning(
             "--workers %d with the memory state store: chains, stored responses and the search cache are "
             "per worker; configure state.backend=redis to share them", workers)
+    metrics_dir = _multiprocess_metrics(workers)
     logging.getLogger("searchhub").info("searchhub listening on http://%s:%d (config %s)", host, port, path)
-    uvicorn.run(
-        "routes.serve:app_factory",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers if workers > 1 else None,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=cfg.server.shutdown_grace_s,
-        timeout_keep_alive=30,
-        server_header=False,
-    )
+    try:
+        uvicorn.run(
+            "routes.serve:app_factory",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers if workers > 1 else None,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=cfg.server.shutdown_grace_s,
+            timeout_keep_alive=30,
+            server_header=False,
+        )
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0
+
+
+def _multiprocess_metrics(workers: int) -> str | None:
+    """With several workers, each writes its metric values to files in one directory and /metrics sums
+    them (hub/metrics.py). Set before the workers start, so they inherit it. Returns the directory this
+    call created (removed at exit), or None."""
+    if workers <= 1:
+        return None
+    given = os.environ.get(MULTIPROC_ENV)
+    if given:  # the operator's directory: stale files from an earlier run would add old counts
+        os.makedirs(given, exist_ok=True)
+        for name in os.listdir(given):
+            if name.endswith(".db"):
+                os.remove(os.path.join(given, name))
+        return None
+    created = tempfile.mkdtemp(prefix="searchhub-metrics-")
+    os.environ[MULTIPROC_ENV] = created
+    return created
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -126,3 +126,25 @@ def test_later_rounds_fail_over_only_to_targets_that_get_the_tool(gateway, fake_
     with pytest.raises(openai.APIError):
         list(client.chat.completions.create(model="d", messages=[{"role": "user", "content": PROMPT}], stream=True))
     assert fake_model_b.requests == []
+
+
+def test_the_trace_shows_the_decision_for_the_target_that_answered(gateway, fake_model, search_fakes) -> None:
+    import time
+
+    import httpx
+
+    admin_key = "admin-key-for-tests-0001"
+    cfg = config(search_fakes, self_hosted(DOWN.format(free_port())), commercial(fake_model.url))
+    cfg["server"] = {"adminKeys": [admin_key]}
+    gw = gateway(cfg)
+    fake_model.default = answer_after_search
+    assert ask(gw, True) == "no tools here"
+    headers = {"authorization": f"Bearer {admin_key}"}
+    deadline = time.monotonic() + 5
+    while not (rows := httpx.get(gw.url + "/admin/traces", headers=headers).json()["data"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    t = httpx.get(gw.url + f"/admin/traces/{rows[0]['id']}", headers=headers).json()
+    assert [(a["target"], a["outcome"]) for a in t["targets"]] == [("first.m", "failed"), ("second.m", "ok")]
+    assert t["injection"]["decision"] is False
+    assert t["injection"]["reason"] == "provider 'second' is not self-hosted and has no webSearch.perBackend entry"

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from .. import metrics
+from ..activity import Activity
 from ..backends.proxy import ProxyPolicy
 from ..config import Config, EngineConfig
 from ..dispatch import Dispatcher
@@ -42,7 +43,8 @@ class SearchService:
     """Built once per config: engines are constructed here, a search only looks them up."""
 
     def __init__(
-        self, config: Config, client: httpx.AsyncClient, router: Router, dispatcher: Dispatcher, store: Store
+        self, config: Config, client: httpx.AsyncClient, router: Router, dispatcher: Dispatcher, store: Store,
+        *, activity: Activity | None = None,
     ) -> None:
         self.config = config
         self._ws = config.web_search
@@ -51,6 +53,7 @@ class SearchService:
         self._engines: dict[str, Engine] = build_engines(config, ctx)
         self._folded = {e.id.casefold(): e for e in self._ws.engines}
         self.cache = SearchCache(store, self._ws.cache_ttl_s)
+        self.activity = activity or Activity()
 
     def engines(self, *, google_only: bool = False, baidu_only: bool = False) -> list[EngineConfig]:
         """All engines, or only the Google-backed (Baidu-backed) ones (all of them when none is)."""
@@ -82,8 +85,10 @@ class SearchService:
             query, engine, count, recency, allowed_domains, blocked_domains, user_location
         )
         outcome = "ok" if result.ok else (result.error_code or UNAVAILABLE)
+        elapsed = time.perf_counter() - started
         metrics.WEB_SEARCH_CALLS.labels(label, outcome).inc()
-        metrics.WEB_SEARCH_DURATION.labels(label, outcome).observe(time.perf_counter() - started)
+        metrics.WEB_SEARCH_DURATION.labels(label, outcome).observe(elapsed)
+        self.activity.search(label, result.ok, result.cached, elapsed)
         return result
 
     async def _search(

@@ -81,6 +81,11 @@ class ToolCall:
         """(url, title, snippet) of what the call brought back, for citations."""
         return ()
 
+    def trace_fields(self) -> dict:
+        """What a request trace shows of the call (hub/trace.py): any of engine, chosen_by, query, url,
+        outcome (the error code), error, hits, cached. No secrets, no page text."""
+        return {}
+
 
 @dataclass(slots=True)
 class HostedSearch:

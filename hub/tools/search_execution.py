@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 
+from .. import metrics
 from ..config import WebSearchConfig
 from ..events import Options, Outcome, ToolFinished, ToolStarted
 from ..ids import random_alnum
@@ -73,9 +74,20 @@ class SearchExecution:
         if not call.query:
             call.result = failure("", "", "the query is empty", INVALID_TOOL_INPUT)
             return
+        started = time.perf_counter()
         await self.tool.run(call, self.request)
+        if self.opts.trace is not None:
+            self.opts.trace.side_call(self.tool.name, call, time.perf_counter() - started)
         log.debug("claude code search: engine=%s ok=%s hits=%d", call.engine, call.ok,
                   len(call.result.hits) if call.result else 0)
+
+    def _usage(self, usage: dict, *, estimated: bool) -> None:
+        """The usage answered, and whether it is our estimate (no model ran): metrics and the trace."""
+        if estimated:
+            metrics.ESTIMATED_USAGE.inc()
+        if self.opts.trace is not None:
+            self.opts.trace.usage = usage
+            self.opts.trace.usage_estimated = estimated
 
     def _digest(self) -> str:
         return render.digest(self.call.query, self.call.result, self.config.result_char_cap)
@@ -105,15 +117,18 @@ class SearchExecution:
         await self._search()
         text = self._digest()
         usage = {"prompt_tokens": self.input_tokens, "completion_tokens": _tokens(text)}
+        estimated = True
         if self._summarizing():
             try:
                 outcome = await self.summarizer.complete(self._summary_body(text, False), self._summary_opts())
                 message = outcome.response["choices"][0]["message"]
                 if isinstance(message.get("content"), str) and message["content"].strip():
                     text = message["content"]
+                    estimated = not outcome.response.get("usage")
                     usage = outcome.response.get("usage") or usage
             except Exception as e:  # the digest is a fine answer too
                 log.warning("search summary failed (%s); answering with the digest", type(e).__name__)
+        self._usage(usage, estimated=estimated)
         response = _completion(self.model, {"role": "assistant", "content": text}, "stop", usage)
         return Outcome(response, [self.call])
 
@@ -147,10 +162,12 @@ class SearchExecution:
                             "" if sent else "; answering with the digest")
             if sent:
                 yield _chunk(self.model, {}, "stop")
+                self._usage(summary_usage or usage, estimated=summary_usage is None)
                 yield _chunk(self.model, None, usage=summary_usage or usage)
                 return
         yield _chunk(self.model, {"content": text})
         yield _chunk(self.model, {}, "stop")
+        self._usage(usage, estimated=True)
         yield _chunk(self.model, None, usage=usage)
 
 

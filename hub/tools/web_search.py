@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
+from .. import metrics
 from ..config import WebSearchConfig
 from ..search import render
 from ..search.base import RECENCY, Hit, SearchResult, failure
@@ -242,6 +243,7 @@ class SearchCall(ToolCall):
     result: SearchResult | None = None  # None while running
     recency: str | None = None
     count: int | None = None
+    chosen_by: str = "default"  # how the engine was chosen: model | default | google | baidu | fallback
     HOSTED: ClassVar[Hosted] = HOSTED
 
     @property
@@ -292,6 +294,14 @@ class SearchCall(ToolCall):
     def pages(self) -> Iterable[tuple[str, str | None, str]]:
         result = self.result
         return ((h.url, h.title, h.snippet or "") for h in (result.hits if result is not None else ()) if h.url)
+
+    def trace_fields(self) -> dict:
+        r = self.result
+        fields = {"engine": (r.engine if r is not None else None) or self.engine, "chosen_by": self.chosen_by,
+                  "query": self.query}
+        if r is not None:
+            fields.update(outcome=r.error_code, error=r.error, hits=len(r.hits) if r.ok else None, cached=r.cached)
+        return fields
 
 
 def error_code(result: SearchResult | None) -> str:
@@ -348,9 +358,10 @@ class WebSearch:
     def call(self, call_id: str, raw_arguments: Any, request: ToolRequest) -> SearchCall:
         args = search_args(raw_arguments, tool_name=self.name)
         engine = args.engine or self._hints[(request.google and not request.baidu, request.baidu)]
+        chosen_by = "model" if args.engine else ("baidu" if request.baidu else "google") if engine else "default"
         count = args.count or (_CONTEXT_COUNTS.get(request.hosted.context_size or "")
                                if request.hosted is not None else None)
-        return SearchCall(call_id, args.query, engine, recency=args.recency, count=count)
+        return SearchCall(call_id, args.query, engine, recency=args.recency, count=count, chosen_by=chosen_by)
 
     async def run(self, call: SearchCall, request: ToolRequest) -> None:
         hosted = request.hosted
@@ -366,6 +377,7 @@ class WebSearch:
         except Exception as e:  # engines return errors as data; this is a bug, not a reason to fail the turn
             log.error("search raised %s (a bug: engines return errors as data)", type(e).__name__)
             call.result = failure(call.engine or "", call.query, "search failed unexpectedly")
+        call.chosen_by = record_selection(self.search, call.engine, call.result, call.chosen_by)
         if call.engine is None:
             call.engine = call.result.engine or None
 
@@ -404,3 +416,14 @@ def replay(shown_input: dict, content: Any) -> tuple[dict, str]:
         return {"query": query}, render.error_text("no results")
     text, _ = render.tool_text(SearchResult("replayed", query, tuple(hits)), 1)
     return {"query": query}, text
+
+
+def record_selection(search: SearchService, asked: str | None, result: SearchResult, source: str) -> str:
+    """Count how a search's engine was chosen (`searchhub_engine_selections_total`); `fallback` when
+    another engine than the one asked for (or the default) answered."""
+    answered = search.resolve_engine(result.engine) if result.engine else None
+    chosen = search.resolve_engine(asked)
+    if answered is not None and chosen is not None and answered.id != chosen.id:
+        source = "fallback"
+    metrics.ENGINE_SELECTIONS.labels(answered.id if answered is not None else "none", source).inc()
+    return source

@@ -1,0 +1,112 @@
+"""The metrics that explain a search, in one process and summed over `searchhub serve --workers 2`."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import openai
+from prometheus_client.parser import text_string_to_metric_families
+
+from .helpers import base_config, searxng_engine
+from .test_hardening import serve  # noqa: F401 (the fixture: `searchhub serve` as a subprocess)
+
+
+def samples(url: str) -> dict[tuple[str, tuple], float]:
+    text = httpx.get(url + "/metrics", timeout=10).text
+    out: dict[tuple[str, tuple], float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def value(all_samples: dict, name: str, **labels) -> float:
+    """The sum of the samples of name whose labels include labels."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in all_samples.items() if n == name and want <= set(ls))
+
+
+def search_then_answer(body: dict) -> dict:
+    if body["messages"][-1]["role"] == "tool":
+        return {"content": "Rust 1.91.0 is out [1]."}
+    return {"tool_calls": [{"name": "web_search", "arguments": {"query": "latest rust release"}}]}
+
+
+def search_cfg(model_url: str, fakes) -> dict:
+    cfg = base_config(model_url)
+    cfg["webSearch"] = {"engines": [searxng_engine(fakes, default=True)], "cacheTtlMs": 0}
+    return cfg
+
+
+def test_a_search_shows_in_the_metrics(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(search_cfg(fake_model.url, search_fakes))
+    before = samples(gw.url)
+    fake_model.default = search_then_answer
+    openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
+        model="default", messages=[{"role": "user", "content": "search the web for the latest Rust release"}])
+    after = samples(gw.url)
+
+    def delta(name: str, **labels) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert delta("searchhub_loop_rounds_count") == 1 and delta("searchhub_loop_rounds_sum") == 1
+    assert delta("searchhub_loop_rounds_bucket", le="0.0") == 0 and delta("searchhub_loop_rounds_bucket", le="1.0") == 1
+    assert delta("searchhub_tool_calls_per_request_sum") == 1
+    assert delta("searchhub_engine_selections_total", engine="searxng", source="default") == 1
+    assert delta("searchhub_search_mode_total", mode="tool") == 1
+    assert delta("searchhub_client_requests_total", client="openai-sdk") == 1
+    assert delta("web_search_calls_total", provider="searxng", outcome="ok") == 1
+    # Declared for the features that fill them, exported from the start.
+    text = httpx.get(gw.url + "/metrics").text
+    for name in ("searchhub_fetches_total", "searchhub_side_requests_skipped_total", "searchhub_estimated_usage_total",
+                 "searchhub_search_cost_total"):
+        assert f"# TYPE {name} counter" in text
+
+
+def test_workers_export_summed_totals(serve, fake_model, search_fakes) -> None:  # noqa: F811
+    gw = serve(search_cfg(fake_model.url, search_fakes), "--workers", "2")
+    fake_model.default = search_then_answer
+    pids: set[int] = set()
+    n = 0
+    deadline = time.monotonic() + 30
+    while len(pids) < 2 or n < 12:
+        assert time.monotonic() < deadline, f"only workers {pids} answered"
+        with httpx.Client(timeout=10) as c:  # a new connection each time: the kernel picks a worker
+            r = c.post(gw.url + "/v1/chat/completions", json={
+                "model": "default", "messages": [{"role": "user", "content": "search the web for rust news"}]})
+            assert r.status_code == 200, r.text
+            n += 1
+        with httpx.Client(timeout=10) as c:
+            pids.add(c.get(gw.url + "/health").json()["pid"])
+    for _ in range(4):  # whichever worker answers the scrape, the totals are the whole process group's
+        with httpx.Client(timeout=10) as c:
+            s = {}
+            for family in text_string_to_metric_families(c.get(gw.url + "/metrics").text):
+                for x in family.samples:
+                    s[(x.name, tuple(sorted(x.labels.items())))] = x.value
+        assert value(s, "searchhub_requests_total", endpoint="completions", status="200") == n
+        assert value(s, "searchhub_loop_rounds_count") == n
+        assert value(s, "web_search_calls_total", outcome="ok") == n
+        assert value(s, "searchhub_engine_selections_total", source="default") == n
+        assert value(s, "searchhub_upstream_duration_seconds_count", outcome="ok") == 2 * n
+
+
+def test_the_dashboard_queries_only_metrics_we_export(gateway, fake_model) -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    gw = gateway(base_config(fake_model.url))
+    exported: set[str] = set()
+    for family in text_string_to_metric_families(httpx.get(gw.url + "/metrics").text):
+        exported.add(family.name)
+        if family.type == "counter":
+            exported.add(family.name + "_total")
+        if family.type == "histogram":
+            exported.update(family.name + s for s in ("_bucket", "_sum", "_count"))
+    dashboard = json.loads((Path(__file__).resolve().parent.parent / "docs" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    assert len(exprs) >= 15
+    used = {m for e in exprs for m in re.findall(r"\b((?:searchhub|web_search)_[a-z_]+)\b", e)}
+    assert used and used <= exported, used - exported
