@@ -78,7 +78,7 @@ async def first_content(batches: AsyncIterator[list[bytes]], provider: Provider)
         raise
 
 
-def _finished(batches: list[list[bytes]], provider: Provider) -> bool:
+def _finished(batches: tuple[list[bytes], ...], provider: Provider) -> bool:
     """Did these reads carry a finish reason? (Only asked of the last reads of a stream without [DONE].)"""
     for batch in batches:
         for data in batch:
@@ -97,20 +97,21 @@ async def watched_batches(opened: Opened, *, check_end: bool = True,
     """The stream's reads, the first ones again; ends after `[DONE]`; with check_end, raises when
     it ended without `[DONE]` and without a finish reason in its last reads. `release` runs when
     the stream is done with (the dispatcher's concurrency slot)."""
-    last: list[list[bytes]] = []
+    prev: list[bytes] = []
+    cur: list[bytes] = []
     try:
         async with aclosing(opened.rest) as rest:
             for batch in opened.head:
                 yield batch
                 if DONE in batch:
                     return
-            last = opened.head[-2:]
+                prev, cur = cur, batch
             async for batch in rest:
                 yield batch
                 if DONE in batch:
                     return
-                last = [last[-1], batch] if last else [batch]
-        if check_end and not _finished(last, opened.provider):
+                prev, cur = cur, batch
+        if check_end and not _finished((prev, cur), opened.provider):
             raise _unfinished()
     finally:
         if release is not None:
