@@ -1,9 +1,10 @@
-"""`searchhub serve | check | search | engines | classify`."""
+"""`searchhub serve | check | search | engines | mcp | classify`."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 
@@ -23,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="listen address (default: server.host in engines.json)")
     serve.add_argument("--port", type=int, help="listen port (default: server.port in engines.json)")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (share state via Redis)")
+    serve.add_argument("--log-format", choices=["auto", "text", "json"], default="auto",
+                       help="log lines as text for people or JSON for collectors (auto: text on a terminal)")
 
     check = sub.add_parser("check", help="validate engines.json and print the resolved routing table")
     _add_config(check)
@@ -41,8 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
     engines.add_argument("--query", default="weather today", help="the probe's query (default: %(default)s)")
     engines.add_argument("--json", action="store_true", help="print the engines as JSON")
 
-    classify = sub.add_parser("classify", help="show the web-search intent decision for a text")
-    classify.add_argument("text")
+    mcp = sub.add_parser("mcp", help="serve the web_search tool as an MCP server over stdio")
+    _add_config(mcp)
+
+    classify = sub.add_parser("classify", help="show the web-search decision for a text or a whole request")
+    classify.add_argument("text", nargs="?", help="a user text (intent only)")
+    classify.add_argument("--request", metavar="FILE",
+                          help="a request body or recorded fixture (JSON; '-' reads stdin): side request, client "
+                               "search tool and intent, with reasons")
+    classify.add_argument("--protocol", choices=["auto", "chat", "messages", "responses"], default="auto")
+    _add_config(classify)
     return parser
 
 
@@ -52,13 +63,26 @@ Serve = Callable[..., int]
 def main(argv: list[str] | None = None, *, serve: Serve | None = None) -> int:
     """Run a command; `serve` is passed in by the HTTP layer (routes/serve.py), which hub/ never imports."""
     args = build_parser().parse_args(argv)
+    try:
+        code = _run(args, serve)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`searchhub classify ... | head`): stop quietly, like other Unix tools.
+        # stdout is pointed at /dev/null so the interpreter's last flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
+    return code
+
+
+def _run(args: argparse.Namespace, serve: Serve | None) -> int:
     if args.command == "check":
         return _check(args)
     if args.command == "serve":
         if serve is None:
             print("searchhub: 'serve' runs from the searchhub program (python -m routes serve)", file=sys.stderr)
             return 2
-        return serve(cfgmod.config_path(args.config), host=args.host, port=args.port, workers=args.workers)
+        return serve(cfgmod.config_path(args.config), host=args.host, port=args.port, workers=args.workers,
+                     log_format=args.log_format)
     if args.command == "search":
         from .search.cli import run_search
 
@@ -67,12 +91,41 @@ def main(argv: list[str] | None = None, *, serve: Serve | None = None) -> int:
         from .search.cli import run_engines
 
         return run_engines(args)
-    if args.command == "classify":
-        from .intent import classify, describe
+    if args.command == "mcp":
+        from .mcp.stdio import run_stdio
 
+        return run_stdio(args)
+    if args.command == "classify":
+        return _classify(args)
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+def _classify(args: argparse.Namespace) -> int:
+    from .intent import classify, describe
+
+    if args.request is None:
+        if args.text is None:
+            print("searchhub classify: give a text or --request FILE", file=sys.stderr)
+            return 2
         print(describe(classify(args.text)))
         return 0
-    return 2  # pragma: no cover - argparse rejects unknown commands
+    from .errors import GatewayError
+    from .request_report import report
+
+    rules: tuple = ()
+    tool_name = "web_search"
+    if args.config:  # operator rules and the tool name; without --config the built-in rules only
+        cfg = cfgmod.load_or_report(args.config)
+        if cfg is None:
+            return 1
+        rules, tool_name = cfg.web_search.side_requests.rules, cfg.web_search.tool_name
+    try:
+        raw = sys.stdin.read() if args.request == "-" else open(args.request, encoding="utf-8").read()
+        print(report(raw, protocol=args.protocol, rules=rules, tool_name=tool_name))
+    except (OSError, ValueError, GatewayError) as e:  # unreadable file, bad JSON, a request we would reject
+        print(f"searchhub classify: {e}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -15,6 +15,8 @@ from typing import Any
 import jsonschema
 
 from .backends.proxy import DIRECT, mask_proxy, parse_proxy
+from .keys import ApiKey, parse_keys
+from .side_requests import SideConfig, compile_side_config
 
 SCHEMA_PATH = Path(__file__).with_name("engines.schema.json")
 
@@ -86,6 +88,9 @@ class EngineConfig:
     proxy: str | None = field(default=None, repr=False)  # None: the environment's; "direct": none
     members: tuple[str, ...] = ()  # a multi engine's engines
     baidu: bool = False  # Baidu-backed (what `百度一下` can be set to prefer)
+    cost_per_call: float = 0.0
+    cost_per_input_token: float = 0.0  # model engines, from the usage they report
+    cost_per_output_token: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +119,7 @@ class WebSearchConfig:
     exec_summary: str
     keepalive_s: float = 5.0
     baidu_preference: str = "google"  # what `百度一下` narrows the engines to: "google" or "baidu"
+    side_requests: SideConfig = field(default_factory=SideConfig)
 
     def limits_for(self, provider_id: str) -> Limits:
         return self.per_backend.get(provider_id, self.limits)
@@ -130,8 +136,8 @@ class WebSearchConfig:
 class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8787
-    api_keys: tuple[str, ...] = field(default=(), repr=False)
-    admin_keys: tuple[str, ...] = field(default=(), repr=False)
+    api_keys: tuple[ApiKey, ...] = field(default=(), repr=False)
+    admin_keys: tuple[ApiKey, ...] = field(default=(), repr=False)
     max_body_bytes: int = 8 * 1024 * 1024
     log_level: str = "info"
     reload_interval_s: float = 1.0
@@ -324,6 +330,9 @@ def _schema_errors(raw: Any) -> list[str]:
         where = format_path(list(err.absolute_path))
         if err.validator == "oneOf" and "engines" in err.absolute_path:
             msg = "an engine needs exactly one of 'providerKey' (LLM search backend) or 'type' (API provider)"
+        elif err.validator == "oneOf" and "apiKeys" in err.absolute_path:
+            # jsonschema would echo the entry, and with it the key.
+            msg = _api_key_error(err)
         elif err.validator == "additionalProperties":
             msg = err.message.replace(" were unexpected", " not allowed").replace(" was unexpected", " not allowed")
         elif err.validator in ("enum", "type", "pattern", "required", "minimum", "maximum", "minItems", "const"):
@@ -333,6 +342,19 @@ def _schema_errors(raw: Any) -> list[str]:
             msg = err.message
         errors.append(f"{where}: {msg}")
     return errors
+
+
+def _api_key_error(err: jsonschema.ValidationError) -> str:
+    entry = err.instance
+    if not isinstance(entry, dict):
+        return "must be a non-empty string or an object {key, name, ...}"
+    for sub in sorted(err.context, key=lambda e: list(map(str, e.absolute_path))):
+        if sub.schema_path and sub.schema_path[0] == 1:  # the object form's complaint
+            where = format_path(list(sub.relative_path))
+            text = _describe(sub) if sub.validator != "additionalProperties" else (
+                sub.message.replace(" were unexpected", " not allowed").replace(" was unexpected", " not allowed"))
+            return f"{where}: {text}" if sub.relative_path else text
+    return "must be a non-empty string or an object {key, name, ...}"
 
 
 def _describe(err: jsonschema.ValidationError) -> str:
@@ -362,11 +384,14 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
         raise ConfigError(errors)
 
     srv = raw.get("server", {})
+    names = [e["name"] for e in srv.get("apiKeys", ()) if isinstance(e, dict)]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        errors.append(f"server.apiKeys: the name '{name}' is used by more than one key")
     server = ServerConfig(
         host=srv.get("host", "127.0.0.1"),
         port=srv.get("port", 8787),
-        api_keys=tuple(srv.get("apiKeys", ())),
-        admin_keys=tuple(srv.get("adminKeys", ())),
+        api_keys=parse_keys(srv.get("apiKeys", ())),
+        admin_keys=parse_keys(srv.get("adminKeys", ()), "adminKeys"),
         max_body_bytes=srv.get("maxBodyBytes", 8 * 1024 * 1024),
         log_level=srv.get("logLevel", "info"),
         reload_interval_s=srv.get("reloadIntervalMs", 1000) / 1000,
@@ -508,6 +533,10 @@ def _build_web_search(
                 errors.append(f"{where}.apiKey: engine '{e['id']}' of type {e['type']} needs an apiKey")
             if e.get("engines") and e["type"] != "multi":
                 errors.append(f"{where}.engines: only a multi engine has member engines")
+            for price in ("costPerMillionInputTokens", "costPerMillionOutputTokens"):
+                if price in e:
+                    errors.append(f"{where}.{price}: only model engines (providerKey) report tokens; "
+                                  "use costPerCall")
         index = cls.index(e.get("options", {}))
         if google is None:
             google = index == "google"
@@ -529,6 +558,9 @@ def _build_web_search(
                 proxy=_proxy(e.get("proxy"), f"{where}.proxy", errors),
                 members=tuple(e.get("engines", ())),
                 baidu=index == "baidu",
+                cost_per_call=e.get("costPerCall", 0.0),
+                cost_per_input_token=e.get("costPerMillionInputTokens", 0.0) / 1e6,
+                cost_per_output_token=e.get("costPerMillionOutputTokens", 0.0) / 1e6,
             )
         )
     if defaults > 1:
@@ -556,6 +588,7 @@ def _build_web_search(
         exec_summary=ws.get("execSummary", "digest"),
         keepalive_s=ws.get("keepaliveMs", 5000) / 1000,
         baidu_preference=ws.get("baiduPreference", "google"),
+        side_requests=compile_side_config(ws.get("sideRequests"), errors),
     )
 
 

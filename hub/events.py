@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from .tools.base import HostedSearch, ToolCall
 
 if TYPE_CHECKING:
+    from .keys import ApiKey
+    from .search.metered import SearchBill
     from .trace import Trace
 
 
@@ -51,8 +53,11 @@ class Options:
     hosted: HostedSearch | None = None
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)
     client_key: str = ""  # identifies the caller for chain hashing (never logged)
+    client_agent: str = ""  # the User-Agent: with the key, which client a side request comes from
     frames: bool = False  # the encoder takes pre-framed chat SSE (`Frames`) for a plain relay
     trace: Trace | None = None  # filled as the request runs (hub/trace.py); None when nothing records
+    key: ApiKey | None = None  # the gateway key that called: its search budget and cost
+    bill: SearchBill | None = None  # what this request's searches cost (reported by routes/app.py)
 
 
 @dataclass(slots=True)

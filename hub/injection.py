@@ -3,23 +3,23 @@ serve it, the request and the chain's sticky state. Tests call `decide` directly
 
 Order: only self-hosted backends (or those opted in with `webSearch.perBackend`), or any backend
 when the client offered a hosted search tool; a request override (`web_search: false`) turns it off;
-a forced or hosted search, or the client's own tool of the same name, turns it on; a client search
-tool under another name (e.g. `WebSearch`) is left alone; otherwise the policy: `always`, `never`,
+a forced or hosted search, or the client's own tool of the same name, turns it on; a client tool
+that searches the web under another name (`WebSearch`, `google_search`; hub/client_search.py) is
+left alone, local searches (`grep_search`, `tool_search`) are not; a client's side request (a title,
+summary or memory extraction, hub/side_requests.py) is not a search turn; otherwise the policy: `always`, `never`,
 `auto` (the request opted in), `selective` (opted in, the chain already searched, or the latest user
 text has web-search intent, hub/intent.py).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from .chain import ChainState
+from .client_search import client_web_search
 from .config import Limits, Provider, WebSearchConfig
 from .intent import Intent, classify, latest_user_text
 from .tools.base import HostedSearch
-
-_CLIENT_SEARCH_TOOL = re.compile(r"search", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +31,7 @@ class Request:
     opted_in: bool = False  # enable_web_search / web_search_options
     force: bool | None = None  # True/False: client override; None: policy decides
     hosted: HostedSearch | None = None
+    side: bool = False  # a client's side request (title, summary, memory): hub/side_requests.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +55,10 @@ def tool_name(tool: object) -> str | None:
     return tool.get("name")
 
 
-def request_of(body: dict, messages: list[dict], *, force: bool | None, hosted: HostedSearch | None) -> Request:
+def request_of(body: dict, messages: list[dict], *, force: bool | None, hosted: HostedSearch | None,
+               side: bool = False) -> Request:
     opted_in = body.get("enable_web_search") is True or isinstance(body.get("web_search_options"), dict)
-    return Request(messages, body.get("tools") or [], opted_in, force, hosted)
+    return Request(messages, body.get("tools") or [], opted_in, force, hosted, side)
 
 
 def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: HostedSearch | None, force: bool | None) -> bool:
@@ -85,7 +87,7 @@ def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: Cha
         return Decision(False, reason=ineligible_reason(ws, provider, request.force))
     names = [tool_name(t) for t in request.tools]
     client_has_tool = ws.tool_name in names
-    client_search = any(n and n != ws.tool_name and _CLIENT_SEARCH_TOOL.search(n) for n in names)
+    client_search = client_web_search(request.tools, request.messages, ws.tool_name) is not None
     limits: Limits = ws.limits_for(provider.id)
     intent = None
     by_intent = False
@@ -95,6 +97,9 @@ def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: Cha
                   "the client forced search" if request.force else "the client offers the tool itself")
     elif client_search:
         inject, reason = False, "the client has its own search tool"  # stay out of its way
+    elif request.side and not request.opted_in:
+        # a title, summary or memory call about the conversation, not a turn
+        inject, reason = False, "a side request (title, summary, memory), not a search turn"
     elif limits.inject_policy == "always":
         inject, reason = True, "injectPolicy always"
     elif limits.inject_policy == "never":

@@ -275,10 +275,33 @@ def _hard_hit(low: str) -> _Hit | None:
     m = _ZH_HARD_MIXED.search(low)
     if m is not None:
         return _Hit("zh-hard", "zh", f'phrase "{m.group(0)}"')
-    m = _EN_HARD.search(low)
-    if m is not None:
-        return _Hit("en-hard", "en", f'phrase "{m.group(0)}"')
+    shell: str | None = None
+    if _EN_HARD.search(low) is not None:
+        for m in _EN_HARD.regex.finditer(low):
+            if not _in_shell_arguments(low, m.start()):
+                return _Hit("en-hard", "en", f'phrase "{m.group(0)}"')
+            shell = shell or m.group(0)
+    if shell is not None:  # only ever as a command's argument: the text is about that command
+        return _Hit(_SHELL_RULE, "en", f'phrase "{shell}"')
     return None
+
+
+# A hard phrase among a shell command's arguments (`rg 'search online' src/`, `$ grep -r "web search" .`)
+# is a pattern being looked for in files, not a request to search the web. The command starts its line,
+# a backtick span, or follows a prompt, `;`, `|`, `&&`, `(` or "run"; its arguments run to the phrase.
+_SHELL_ARGUMENTS = re.compile(
+    r"(?:^|[`;|&(]|\$[ \t]|\b(?:run|execute|try|ran|tried)[ \t])[ \t]*(?:sudo[ \t]+)?(?:git[ \t]+grep|grep|egrep|fgrep|rg|ag|ack|sed|awk|find|fd"
+    r"|echo|printf|curl|wget|jq|ls|cat|python3?|node|npx|npm|pytest|cargo|go)[ \t][^`\n;|&]*$",
+    _FLAGS | re.M,
+)
+
+
+_SHELL_RULE = "shell"
+
+
+def _in_shell_arguments(low: str, start: int) -> bool:
+    line_start = low.rfind("\n", 0, start) + 1
+    return _SHELL_ARGUMENTS.search(low, line_start, start) is not None
 
 
 def _soft_hit(low: str) -> _Hit | None:
@@ -326,6 +349,8 @@ def classify(text: str) -> Intent:
     low = scanned.lower()
 
     hit = _hard_hit(low)
+    if hit is not None and hit.rule == _SHELL_RULE:
+        return Intent(False, False, hit.language, None, f"en-hard ({hit.words}) suppressed: inside a shell command")
     if hit is None:
         hit = _soft_hit(low)
         if hit is not None:

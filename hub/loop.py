@@ -87,6 +87,7 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
     shown: list[ToolCall | None] = [None] * len(calls)  # calls in call order, for clients that show them
     jobs: list[tuple[int, ServerTool, ToolCall]] = []
     hosted = state.request.hosted
+    bad_arguments = 0
     for i, raw in enumerate(calls):
         fn = raw.get("function") or {}
         call_id = raw.get("id") or ""
@@ -96,6 +97,7 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
             call = tool.call(call_id, fn.get("arguments"), state.request)
         except ArgumentError as e:
             messages[i] = _tool(call_id, f"Error: {e}")
+            bad_arguments += 1
             continue
         if call.key in state.seen:
             messages[i] = _tool(call_id, error_text(f"you already {call.label}; answer from the results above"))
@@ -115,9 +117,9 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
         if emit:
             emit(ToolStarted(call))
 
+    errors = bad_arguments  # a call the model cannot even phrase fails like a search that fails
     if jobs:
         elapsed = await asyncio.gather(*(_timed(tool.run(call, state.request)) for _, tool, call in jobs))
-        errors = 0
         for (i, tool, call), seconds in zip(jobs, elapsed, strict=True):
             shown[i] = call
             if state.trace is not None:
@@ -134,12 +136,13 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
             messages[i] = _tool(call.id, text)
             if emit:
                 emit(ToolFinished(call))
-        if errors == len(jobs):
-            state.consecutive_errors += 1
-            if state.consecutive_errors >= state.limits.max_consecutive_errors:
-                state.stop("consecutive_errors")
-        else:
-            state.consecutive_errors = 0
+    attempted = bad_arguments + len(jobs)
+    if attempted and errors == attempted:
+        state.consecutive_errors += 1
+        if state.consecutive_errors >= state.limits.max_consecutive_errors:
+            state.stop("consecutive_errors")
+    elif attempted:
+        state.consecutive_errors = 0
     state.calls.extend(c for c in shown if c is not None)
     return [m for m in messages if m is not None]
 

@@ -46,6 +46,14 @@ WEB_SEARCH_INJECTIONS = Counter(
 WEB_SEARCH_CACHE = Counter(
     "web_search_cache_total", "Search cache lookups.", ["outcome"], registry=REGISTRY
 )
+SEARCH_COST = Counter(
+    "searchhub_search_cost_total", "Search cost by the engines' configured prices, by API key name and engine.",
+    ["key", "engine"], registry=REGISTRY,
+)
+SEARCH_BUDGET_DENIALS = Counter(
+    "searchhub_budget_denials_total", "Searches and fetches refused because a key's budget was spent.",
+    ["key", "limit"], registry=REGISTRY,
+)
 INTENT_DECISIONS = Counter(
     "searchhub_intent_decisions_total", "Intent classifier decisions.", ["language", "rule", "decision"],
     registry=REGISTRY,
@@ -90,10 +98,6 @@ SEARCH_MODE = Counter(
 )
 ESTIMATED_USAGE = Counter(
     "searchhub_estimated_usage_total", "Responses whose token usage the gateway estimated.", registry=REGISTRY
-)
-SEARCH_COST = Counter(
-    "searchhub_search_cost_total", "Search spend in the engines' configured cost unit.", ["engine"],
-    registry=REGISTRY,
 )
 CLIENT_REQUESTS = Counter(
     "searchhub_client_requests_total", "Model requests by client family (from the User-Agent).", ["client"],

@@ -23,8 +23,10 @@ from .events import Options, Outcome
 from .injection import Decision, decide, eligible, ineligible_reason, request_of, tool_name
 from .logctx import chain_id_var
 from .loop import LoopState, run_round
+from .protocols.chat_request import CONTEXT_COUNTS, search_options
 from .relay import relay_chunks, relay_sse
 from .router import Router
+from .side_requests import ClientTools, classify_side
 from .store import Store
 from .tools.base import ToolRequest
 from .tools.keepalive import Feed, with_keepalive
@@ -32,7 +34,6 @@ from .tools.registry import ServerTools
 from .trace import Trace
 
 log = logging.getLogger("searchhub.pipeline")
-_CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Routing:
     prior: tuple = ()
     plans: dict[str, Plan] = field(default_factory=dict)  # by provider id
     counted: bool = False  # the intent decision was counted in the metrics
+    side: bool | None = None  # a client's side request (hub/side_requests.py), once asked
 
 
 def add_usage(total: dict, usage: dict | None) -> None:
@@ -185,6 +187,18 @@ class Pipeline:
         self.dispatcher = dispatcher
         self.tools = tools
         self.store = store
+        self.client_tools = ClientTools()
+
+    def _side_request(self, body: dict, opts: Options) -> bool:
+        """A client's side request (hub/side_requests.py); the decision and its reason are logged."""
+        cfg = self.config.web_search.side_requests
+        if not cfg.enabled:
+            return False
+        uses_tools = self.client_tools.note(f"{opts.client_key}|{opts.client_agent}", bool(body.get("tools")))
+        decision = classify_side(body, rules=cfg.rules, client_uses_tools=uses_tools)
+        if decision.side:
+            log.info("side request, not a search turn (%s): %s", decision.rule, decision.reason)
+        return decision.side
 
     # ------------------------------------------------------------ planning
 
@@ -234,8 +248,10 @@ class Pipeline:
             plan.ineligible = ineligible_reason(ws, provider, opts.force_search)
             return plan
         plan.prior = routing.prior
-        decision = decide(ws, provider, request_of(body, messages, force=opts.force_search, hosted=opts.hosted),
-                          routing.state)
+        if routing.side is None:  # once per request: it notes whether the client uses tools
+            routing.side = self._side_request(body, opts)
+        request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted, side=routing.side)
+        decision = decide(ws, provider, request, routing.state)
         if decision.by_intent and decision.intent is not None and not routing.counted:
             routing.counted = True
             intent = decision.intent
@@ -272,9 +288,11 @@ class Pipeline:
 
     def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options) -> dict:
         """The request with our tools added (those the client does not offer itself)."""
-        count = _CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
+        count = CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
+        location, chat_count = search_options(body)  # chat's web_search_options
         plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, baidu=decision.baidu,
-                                   count_hint=count)
+                                   count_hint=count or chat_count, user_location=location,
+                                   key=opts.key, bill=opts.bill)
         plan.served = self.tools.names
         offered = {tool_name(t) for t in body.get("tools") or []}
         added = [t.schema(plan.request) for t in self.tools if t.name not in offered]

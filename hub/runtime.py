@@ -14,9 +14,12 @@ from . import config as cfgmod
 from . import metrics
 from .activity import Activity
 from .backends.http import make_client
+from .budget import Budget
 from .dispatch import Dispatcher, Gate
+from .keys import ApiKey
 from .pipeline import Pipeline
 from .router import Cooldowns, Router
+from .search.metered import MeteredSearch, SearchBill
 from .search.service import SearchService
 from .store import Store, open_store
 from .telemetry import Telemetry
@@ -55,9 +58,14 @@ class Runtime:
         self.dispatcher = Dispatcher(shared.client, self.router, shared.gate, shared.activity)
         self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store,
                                     activity=shared.activity)
-        self.tools = build_tools(Parts(config, shared.client, self.search))
+        self.budget = Budget(shared.store)
+        self.tools = build_tools(Parts(config, shared.client, self.search, self.budget))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
+
+    def metered(self, key: ApiKey | None, bill: SearchBill | None = None) -> MeteredSearch:
+        """This config's search on behalf of one API key (its budget and cost)."""
+        return MeteredSearch(self.search, self.budget, key, bill)
 
 
 class Gateway:

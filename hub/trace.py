@@ -211,7 +211,3 @@ def client_family(user_agent: str | None, originator: str | None = None) -> str:
                 return name
     return "other"
 
-
-def key_name(index: int | None) -> str | None:
-    """The name of the gateway key that authenticated the request (its position in server.apiKeys)."""
-    return None if index is None else f"key-{index + 1}"

@@ -16,9 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from hub.keys import match_key, presented_key
 from hub.status import status_view
-
-from .common import key_index, presented_key
 
 _PAGE = (Path(__file__).with_name("ui.html")).read_bytes()
 _encode = msgspec.json.Encoder().encode
@@ -36,7 +35,7 @@ def _denied(request: Request) -> Response | None:
     if not keys:
         return JSONResponse({"error": {"message": "the admin interface is off: set server.adminKeys in engines.json",
                                        "type": "permission_error", "code": "admin_disabled"}}, status_code=403)
-    if key_index(presented_key(request.headers, basic=True), keys) is None:
+    if match_key(presented_key(request.headers, basic=True), keys) is None:
         return JSONResponse(
             {"error": {"message": "an admin key is required (server.adminKeys): send 'Authorization: Bearer <key>'",
                        "type": "authentication_error", "code": "invalid_admin_key"}},

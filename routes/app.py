@@ -19,12 +19,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hub import config as cfgmod
 from hub import metrics
 from hub.backends.proxy import mask_proxy
+from hub.keys import ANONYMOUS, ApiKey, match_key, presented_key
 from hub.runtime import Gateway
-from hub.trace import Trace, client_family, key_name, ms
+from hub.search.metered import SearchBill
+from hub.trace import Trace, client_family, ms
 
-from . import admin, chat, messages, responses
+from . import admin, chat, messages, responses, search
 from .admin import is_admin_path
-from .common import TRACE_SCOPE_KEY, key_index, new_request_id, presented_key, request_id_var, runtime
+from .common import TRACE_SCOPE_KEY, new_request_id, request_id_var, runtime
+from .mcp import McpEndpoint
 
 log = logging.getLogger("searchhub.http")
 _OPEN_PATHS = frozenset({"/health", "/metrics"})
@@ -57,11 +60,17 @@ class GatewayMiddleware:
         started = time.perf_counter()
         status_box = [0]
         trace: Trace | None = None
+        bill = SearchBill()
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_box[0] = message["status"]
-                message["headers"] = [*message.get("headers", []), rid_header]
+                extra = [rid_header]
+                if bill.searches or bill.denied:  # searches that ran before the answer started
+                    extra.append((COST_HEADER, _money(bill.cost).encode()))
+                if bill.denied and path == "/mcp":  # the tool error says it too; this is for HTTP tooling
+                    extra.append((b"retry-after", str(bill.denied.retry_after).encode()))
+                message["headers"] = [*message.get("headers", []), *extra]
             elif trace is not None and trace.ttft_ms is None and message.get("body"):
                 trace.ttft_ms = ms(time.perf_counter() - started)
                 if status_box[0] >= 400:
@@ -71,34 +80,42 @@ class GatewayMiddleware:
         model_call = scope["method"] == "POST" and (path.startswith("/v1/") or path.startswith("/anthropic/"))
         gateway: Gateway = scope["app"].state.gateway
         shared = gateway.runtime.shared if gateway.runtime else None
+        key: ApiKey | None = None
         try:
             keys = gateway.runtime.config.server.api_keys if gateway.runtime else ()
-            index = None
             if keys and path not in _OPEN_PATHS and not is_admin_path(path):
-                headers = _Headers(scope["headers"])
-                index = key_index(presented_key(headers), keys)
-                if index is None:
+                key = match_key(presented_key(_Headers(scope["headers"])), keys)
+                if key is None:
                     await _unauthorized(path, send_with_id)
                     return
+            state = scope.setdefault("state", {})
+            state["api_key"] = key
+            state["search_bill"] = bill
             if model_call and shared is not None:
-                trace = _start_trace(shared, scope, rid, path, index)
+                trace = _start_trace(shared, scope, rid, path, key)
             await self.app(scope, receive, send_with_id)
         finally:
-            if path.startswith("/v1/") or path.startswith("/anthropic/"):
+            if path.startswith("/v1/") or path.startswith("/anthropic/") or path == "/mcp":
                 endpoint = path.rsplit("/", 1)[-1] if not path.startswith("/v1/responses/") else "responses/{id}"
                 counter, latency = _request_metrics(endpoint, status_box[0])
                 counter.inc()
-                latency.observe(time.perf_counter() - started)
+                elapsed = time.perf_counter() - started
+                latency.observe(elapsed)
+                if log.isEnabledFor(logging.INFO):
+                    log.info("%s %s %d %.1f ms key=%s searches=%d search_cost=%s", scope["method"], path,
+                             status_box[0], elapsed * 1000, key.name if key else ANONYMOUS, bill.searches,
+                             _money(bill.cost))
             if trace is not None and shared is not None:
                 trace.status = status_box[0]
                 trace.total_ms = ms(time.perf_counter() - started)
+                trace.search_cost = bill.cost if bill.searches else trace.search_cost
                 if shared.traces.enabled:
                     shared.traces.finish(trace)
                 shared.telemetry.export(trace)
             request_id_var.reset(token)
 
 
-def _start_trace(shared, scope: Scope, rid: str, path: str, index: int | None) -> Trace | None:
+def _start_trace(shared, scope: Scope, rid: str, path: str, key: ApiKey | None) -> Trace | None:
     """The request's trace (also when only telemetry wants it), and the per-client metrics."""
     ua = originator = None
     for k, v in scope["headers"]:
@@ -113,7 +130,7 @@ def _start_trace(shared, scope: Scope, rid: str, path: str, index: int | None) -
         return None
     endpoint = path.rsplit("/", 1)[-1]
     trace = Trace(rid, time.time(), "chat" if endpoint == "completions" else endpoint, client=family,
-                  key=key_name(index))
+                  key=key.name if key else None)
     scope[TRACE_SCOPE_KEY] = trace
     return trace
 
@@ -137,6 +154,14 @@ def error_message(body: bytes) -> str:
     err = data.get("error") if isinstance(data, dict) else None
     msg = err.get("message") if isinstance(err, dict) else None
     return msg[:300] if isinstance(msg, str) and msg else "error"
+
+
+COST_HEADER = b"x-searchhub-search-cost"
+
+
+def _money(cost: float) -> str:
+    """A cost without float noise: 0.005, 0, 1.25."""
+    return f"{cost:.6f}".rstrip("0").rstrip(".") or "0"
 
 
 _METRIC_CHILDREN: dict[tuple[str, int], tuple] = {}
@@ -236,6 +261,7 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
 
 def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlette:
     gateway = Gateway(config_path, config)
+    mcp = McpEndpoint(gateway)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -245,7 +271,8 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlet
         gc.collect()
         gc.freeze()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             await gateway.stop()
             metrics.process_exit()
@@ -258,6 +285,8 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlet
         *admin.routes,
         *responses.routes,
         *messages.routes,
+        *search.routes,
+        Route("/mcp", mcp),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
         404: _http_error, 405: _http_error, Exception: _internal_error})

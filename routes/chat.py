@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from hub.errors import BadRequest
 from hub.events import Frames, Keepalive, ToolStarted
+from hub.protocols.chat_request import validate_chat
 
 from .common import (
     cancel_on_disconnect,
@@ -25,47 +25,14 @@ from .common import (
 
 log = logging.getLogger("searchhub.chat")
 _encode = msgspec.json.encode
-_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-
-
-def validate(body: dict) -> None:
-    """The checks a backend would otherwise answer with a confusing error. Cheap: no schema engine."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise BadRequest("'model' is required and must be a non-empty string", param="model")
-    messages = body.get("messages")
-    if messages is None:
-        raise BadRequest("'messages' is required", param="messages")
-    if not isinstance(messages, list) or not messages:
-        raise BadRequest("'messages' must be a non-empty array", param="messages")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict):
-            raise BadRequest(f"messages[{i}] must be an object", param=f"messages[{i}]")
-        role = m.get("role")
-        if role not in _ROLES:
-            raise BadRequest(f"messages[{i}].role must be one of {sorted(_ROLES)}", param=f"messages[{i}].role")
-        content = m.get("content")
-        if content is not None and not isinstance(content, str | list):
-            raise BadRequest(f"messages[{i}].content must be a string or an array", param=f"messages[{i}].content")
-        if role == "tool" and not isinstance(m.get("tool_call_id"), str):
-            raise BadRequest(f"messages[{i}].tool_call_id is required for tool messages",
-                             param=f"messages[{i}].tool_call_id")
-    tools = body.get("tools")
-    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
-        raise BadRequest("'tools' must be an array of tool objects", param="tools")
-    if "stream" in body and not isinstance(body["stream"], bool):
-        raise BadRequest("'stream' must be a boolean", param="stream")
-    so = body.get("stream_options")
-    if so is not None and not isinstance(so, dict):
-        raise BadRequest("'stream_options' must be an object", param="stream_options")
 
 
 async def chat_completions(request: Request) -> Response:
     try:
         rt = runtime(request)
         body = await read_json(request, rt.config.server.max_body_bytes)
-        validate(body)
+        validate_chat(body)
         stream = bool(body.get("stream"))
         opts = options(request, body)
         opts.frames = True  # encode_stream takes pre-framed relay bytes

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
-import hmac
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -14,12 +12,16 @@ from starlette.responses import JSONResponse, Response
 
 from hub.backends.http import UpstreamError
 from hub.dispatch import AllTargetsFailed
-from hub.errors import BadRequest, GatewayError, PayloadTooLarge
+from hub.errors import GatewayError, PayloadTooLarge
 from hub.events import Options
 from hub.ids import new_id
+from hub.keys import ApiKey
 from hub.logctx import RequestContextFilter, chain_id_var, request_id_var  # noqa: F401 (re-exported)
 from hub.router import UnknownTarget
 from hub.runtime import Runtime
+from hub.search.metered import SearchBill
+
+from .body import decode_body
 
 T = TypeVar("T")
 _decode = msgspec.json.decode
@@ -48,16 +50,7 @@ async def read_json(request: Request, max_bytes: int) -> dict:
         if size > max_bytes:
             raise PayloadTooLarge(f"request body exceeds the limit of {max_bytes} bytes", code="request_too_large")
         chunks.append(chunk)
-    raw = b"".join(chunks)
-    if not raw.strip():
-        raise BadRequest("request body is empty; expected a JSON object")
-    try:
-        body = _decode(raw)
-    except msgspec.DecodeError as e:
-        raise BadRequest(f"request body is not valid JSON: {e}") from None
-    if not isinstance(body, dict):
-        raise BadRequest("request body must be a JSON object")
-    return body
+    return decode_body(b"".join(chunks))
 
 
 def search_override(body: dict, headers) -> bool | None:
@@ -89,42 +82,24 @@ def options(request: Request, body: dict) -> Options:
     if trace is not None:
         trace.stream = body.get("stream") is True
         trace.model = body.get("model") if isinstance(body.get("model"), str) else None
+    key, bill = caller(request)
     return Options(
         force_search=search_override(body, request.headers),
         chain_id=request.headers.get("x-searchhub-chain") or None,
         client_key=client_key(request),
         trace=trace,
+        key=key,
+        bill=bill,
+        client_agent=request.headers.get("user-agent", ""),
     )
 
 
-def presented_key(headers, *, basic: bool = False) -> str | None:
-    """The key in x-api-key or a Bearer header; with basic, also a Basic auth password (browsers)."""
-    presented = headers.get("x-api-key")
-    if presented is None:
-        auth = headers.get("authorization", "")
-        if auth[:7].lower() == "bearer ":
-            presented = auth[7:].strip()
-        elif basic and auth[:6].lower() == "basic ":
-            try:
-                presented = base64.b64decode(auth[6:].strip(), validate=True).decode().partition(":")[2]
-            except (ValueError, UnicodeDecodeError):
-                return None
-    return presented or None
-
-
-def key_index(presented: str | None, keys: tuple[str, ...]) -> int | None:
-    """Which of keys was presented (its position), or None."""
-    if not presented:
-        return None
-    found = None
-    for i, k in enumerate(keys):  # compare against every key so timing says nothing about which matched
-        if hmac.compare_digest(presented.encode(), k.encode()) and found is None:
-            found = i
-    return found
-
-
-def authorized(headers, keys: tuple[str, ...]) -> bool:
-    return not keys or key_index(presented_key(headers), keys) is not None
+def caller(request: Request) -> tuple[ApiKey | None, SearchBill]:
+    """The API key the request presented (None on a gateway without keys) and its search bill,
+    both set by GatewayMiddleware (routes/app.py)."""
+    state = request.scope.get("state") or {}
+    bill = state.get("search_bill")
+    return state.get("api_key"), bill if bill is not None else SearchBill()
 
 
 # ---------------------------------------------------------------- errors

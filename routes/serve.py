@@ -14,10 +14,12 @@ import time
 from hub import cli
 from hub import config as cfgmod
 from hub.logctx import RequestContextFilter
+from hub.logformat import TextFormatter, wants_text
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus-client when hub.metrics is imported
 
 _CONFIG_ENV = "SEARCHHUB_CONFIG"
+_LOG_FORMAT_ENV = "SEARCHHUB_LOG_FORMAT"
 
 
 class JsonFormatter(logging.Formatter):
@@ -39,9 +41,12 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
-def setup_logging(level: str) -> None:
+def setup_logging(level: str, log_format: str | None = None) -> None:
+    """Logs on stderr: text lines on a terminal, JSON otherwise; `log_format` (or
+    $SEARCHHUB_LOG_FORMAT, which --workers children inherit) says text, json or auto."""
+    log_format = log_format or os.environ.get(_LOG_FORMAT_ENV, "auto")
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(TextFormatter() if wants_text(log_format, sys.stderr) else JsonFormatter())
     handler.addFilter(RequestContextFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -64,13 +69,17 @@ def app_factory():
     return create_app(path, cfg)
 
 
-def serve(path: str, *, host: str | None = None, port: int | None = None, workers: int = 1) -> int:
+def serve(path: str, *, host: str | None = None, port: int | None = None, workers: int = 1,
+          log_format: str = "auto") -> int:
     import uvicorn
 
     cfg = cfgmod.load_or_report(path)
     if cfg is None:
         return 1
-    setup_logging(cfg.server.log_level)
+    if log_format == "auto":  # decided once here, where stderr is the operator's, for every worker
+        log_format = "text" if wants_text("auto", sys.stderr) else "json"
+    os.environ[_LOG_FORMAT_ENV] = log_format
+    setup_logging(cfg.server.log_level, log_format)
     os.environ[_CONFIG_ENV] = os.path.abspath(path)
     host = host or cfg.server.host
     port = cfg.server.port if port is None else port

@@ -147,3 +147,44 @@ def test_cli_check_ok_and_error(tmp_path) -> None:
     r = subprocess.run([sys.executable, "-m", "hub", "check", "--config", str(tmp_path / "missing.json")],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "cannot read" in r.stderr
+
+
+def test_api_keys_plain_and_named_with_limits() -> None:
+    cfg = cfgmod.build(_cfg(server={"apiKeys": [
+        "sk-plain-1", {"key": "sk-team-2", "name": "team", "searchesPerDay": 2, "searchesPerMinute": 1,
+                       "fetchesPerDay": 5, "maxCostPerDay": 1.5}]}), env={})
+    plain, team = cfg.server.api_keys
+    assert (plain.key, plain.name, plain.limited) == ("sk-plain-1", "apiKeys[0]", False)
+    assert (team.name, team.searches_per_day, team.searches_per_minute, team.fetches_per_day,
+            team.max_cost_per_day) == ("team", 2, 1, 5, 1.5)
+    assert team.limited and "sk-team-2" not in repr(cfg.server)
+
+
+@pytest.mark.parametrize(("entry", "error"), [
+    ({"key": "sk-SECRET-1"}, "server.apiKeys[0]: 'name' is a required property"),
+    ({"key": "sk-SECRET-1", "name": "n", "searchesPerDay": -1}, "server.apiKeys[0]: searchesPerDay: must be >= 0"),
+    ({"key": "sk-SECRET-1", "name": "n", "perDay": 1}, "server.apiKeys[0]: Additional properties are not allowed"),
+    ({"key": "sk-SECRET-1", "name": "has space"}, "server.apiKeys[0]: name: does not match the pattern"),
+    ("", "server.apiKeys[0]: must be a non-empty string or an object {key, name, ...}"),
+])
+def test_bad_api_key_entries_name_the_path_not_the_key(entry, error) -> None:
+    with pytest.raises(cfgmod.ConfigError) as e:
+        cfgmod.build(_cfg(server={"apiKeys": [entry]}), env={})
+    assert any(err.startswith(error) for err in e.value.errors), e.value.errors
+    assert "SECRET" not in str(e.value)
+
+
+def test_api_key_names_are_unique() -> None:
+    with pytest.raises(cfgmod.ConfigError) as e:
+        cfgmod.build(_cfg(server={"apiKeys": [{"key": "a1", "name": "x"}, {"key": "b2", "name": "x"}]}), env={})
+    assert e.value.errors == ["server.apiKeys: the name 'x' is used by more than one key"]
+
+
+def test_engine_prices() -> None:
+    searx = {"id": "s", "type": "searxng", "baseURL": "http://127.0.0.1:9", "costPerCall": 0.002}
+    cfg = cfgmod.build(_cfg(webSearch={"engines": [searx]}), env={})
+    assert cfg.web_search.engines[0].cost_per_call == 0.002
+    with pytest.raises(cfgmod.ConfigError) as e:
+        cfgmod.build(_cfg(webSearch={"engines": [{**searx, "costPerMillionInputTokens": 1}]}), env={})
+    assert e.value.errors == ["webSearch.engines[0].costPerMillionInputTokens: only model engines (providerKey) "
+                              "report tokens; use costPerCall"]

@@ -15,7 +15,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hub.store import MemoryStore, Store, StoreUnavailable, open_store
+from hub.store import MemoryStore, Store, StoreBusy, StoreUnavailable, open_store
 from hub.store.redis import RedisStore
 from hub.store.resilient import ResilientStore
 from tests.fakes.redis_server import RedisServer, SilentListener
@@ -193,6 +193,47 @@ async def test_two_replicas_lose_no_concurrent_increment(redis_server: RedisServ
     finally:
         for r in replicas:
             await r.close()
+
+
+async def test_incr_counts_from_zero_and_keeps_the_first_expiry(store: Store) -> None:
+    assert await store.incr("c", 1, 0.3) == 1
+    assert await store.incr("c", 2, 60) == 3  # a later ttl does not stretch the window
+    assert await store.incr("c", -1, 60) == 2
+    await asyncio.sleep(0.45)
+    assert await store.incr("c", 5, 60) == 5  # a new window
+    assert await store.incr("other", 1, 60) == 1
+
+
+async def test_two_replicas_lose_no_concurrent_incr(redis_server: RedisServer) -> None:
+    prefix = _prefix()
+    replicas = [RedisStore(redis_server.url, key_prefix=prefix, timeout=2.0) for _ in range(2)]
+    seen: list[int] = []
+
+    async def bump(replica: RedisStore) -> None:
+        await anyio.sleep(random.random() * 0.05)
+        seen.append(await replica.incr("n", 1, 60))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(200):
+                tg.start_soon(bump, replicas[i % 2])
+        assert sorted(seen) == list(range(1, 201))  # every caller saw its own count: no two the same
+        ttl = redis.Redis.from_url(redis_server.url).pttl(prefix + "n")
+        assert 0 < ttl <= 60_000
+    finally:
+        for r in replicas:
+            await r.close()
+
+
+async def test_resilient_counts_in_memory_while_redis_is_down(own_redis: RedisServer) -> None:
+    store = ResilientStore(RedisStore(own_redis.url, key_prefix=_prefix()), MemoryStore(), retry_after=0.2)
+    try:
+        assert await store.incr("c", 1, 60) == 1
+        own_redis.stop()
+        assert await store.incr("c", 1, 60) == 1  # the fallback's own count, not an error
+        assert store.degraded
+    finally:
+        await store.close()
 
 
 async def test_write_between_watch_and_exec_is_retried(redis_server: RedisServer) -> None:
@@ -410,3 +451,80 @@ async def test_open_store_follows_the_state_section(redis_server: RedisServer) -
         open_store({"backend": "etcd"})
     with pytest.raises(ValueError, match="url"):
         open_store({"backend": "redis"})
+
+
+# ---------------------------------------------------------------- queueing for connections
+
+
+async def test_queueing_for_a_connection_is_not_an_outage(redis_server) -> None:
+    """Far more concurrent calls than connections: they queue, and the wait never counts against
+    the command timeout, so nothing fails and the store stays healthy."""
+    prefix = _prefix()
+    store = RedisStore(redis_server.url, key_prefix=prefix, timeout=0.25, max_connections=2, pool_timeout=10)
+    try:
+        async def one(i: int) -> bytes | None:
+            await store.set(f"k{i}", str(i).encode(), ttl=60)
+            await store.update(f"n{i % 7}", incr, ttl=60)
+            return await store.get(f"k{i}")
+
+        # 600 calls queue on 2 connections; the queue is long, each command is quick
+        got = await asyncio.gather(*(one(i) for i in range(200)))
+        assert got == [str(i).encode() for i in range(200)]
+        counts = [int(await store.get(f"n{j}")) for j in range(7)]
+        assert sum(counts) == 200
+        health = store.health()
+        assert health["ok"] and health["errors"] == 0 and health["busy"] == 0
+        assert health["max_connections"] == 2
+    finally:
+        await store.close()
+
+
+async def test_a_pool_busy_past_its_wait_is_busy_not_down() -> None:
+    with SilentListener() as silent:
+        primary = RedisStore(silent.url, timeout=0.5, max_connections=1, pool_timeout=0.05)
+        resilient = ResilientStore(primary, MemoryStore())
+        try:
+            hog = asyncio.ensure_future(primary.get("a"))  # holds the only connection for 0.5 s
+            await asyncio.sleep(0.01)
+            with pytest.raises(StoreBusy):
+                await resilient.get("b")
+            assert not resilient.degraded and resilient.health()["errors"] == 0
+            assert primary.health()["busy"] == 1
+            with pytest.raises(StoreUnavailable):
+                await hog  # the silent server itself is a real failure
+            await resilient.get("c")
+            assert resilient.degraded  # ...and only that degrades
+        finally:
+            await resilient.close()
+
+
+def test_open_store_sizes_the_pool() -> None:
+    store = open_store({"backend": "redis", "url": "redis://127.0.0.1:1/0", "maxConnections": 12,
+                        "poolTimeoutMs": 1500})
+    primary = store.health()["primary"]
+    assert primary["max_connections"] == 12 and primary["pool_timeout_ms"] == 1500
+
+
+async def test_our_own_loop_lag_is_not_an_outage(redis_server) -> None:
+    """The event loop is blocked past the command timeout while Redis's answer waits in the socket:
+    the command still succeeds and the store stays healthy; a silent Redis still fails in time."""
+    store = RedisStore(redis_server.url, key_prefix=_prefix(), timeout=0.1)
+    try:
+        await store.set("k", b"v", ttl=60)  # connected
+
+        async def hog() -> None:
+            await asyncio.sleep(0.005)
+            time.sleep(0.4)  # a congested loop: nothing else runs
+
+        blocker = asyncio.ensure_future(hog())
+        assert await store.get("k") == b"v"
+        await blocker
+        assert store.health()["errors"] == 0
+    finally:
+        await store.close()
+    with SilentListener() as silent:
+        store = RedisStore(silent.url, timeout=0.1)
+        try:
+            assert await unavailable_within(store.get("k"), limit=0.5) >= 0.1
+        finally:
+            await store.close()

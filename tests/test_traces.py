@@ -89,7 +89,7 @@ def test_a_searching_request_explains_itself(gateway, fake_model, search_fakes) 
     row = rows[0]
     assert rid in (None, row["id"])
     assert row["searched"] and row["calls"] == 1 and row["engines"] == ["searxng"]
-    assert row["client"] == "openai-sdk" and row["key"] == "key-2" and row["status"] == 200
+    assert row["client"] == "openai-sdk" and row["key"] == "apiKeys[1]" and row["status"] == 200
     t = admin(gw, f"/admin/traces/{row['id']}").json()
     assert t["endpoint"] == "chat" and t["model"] == "default" and t["route"] == "default"
     assert t["target"] == "local.m" and t["rounds"] == 2
@@ -151,8 +151,8 @@ def test_failover_guards_and_filters(gateway, fake_model, fake_model_b, search_f
     assert chain and [x["id"] for x in admin(gw, "/admin/traces", chain=chain).json()["data"]] == [t["id"]]
     errors = admin(gw, "/admin/traces", errors="1").json()["data"]
     assert len(errors) == 1 and errors[0]["status"] == 400 and "messages" in errors[0]["error"]
-    assert admin(gw, "/admin/traces", key="key-2").json()["data"] == []
-    assert len(admin(gw, "/admin/traces", key="key-1").json()["data"]) == 3
+    assert admin(gw, "/admin/traces", key="apiKeys[1]").json()["data"] == []
+    assert len(admin(gw, "/admin/traces", key="apiKeys[0]").json()["data"]) == 3
     assert admin(gw, "/admin/traces", since=str(time.time() + 10)).json()["data"] == []
 
 
@@ -292,7 +292,7 @@ def test_config_keys_for_the_operator_window() -> None:
                         "trace": {"ringSize": 50, "sampleRate": 0.25, "bodies": True, "storeTtlMs": 0},
                         "telemetry": {"otlpEndpoint": "http://c:4318/v1/traces", "headers": {"authorization": "t0k"}}},
                        env={"ADMIN": "admin-secret-xyz"})
-    assert cfg.server.admin_keys == ("admin-secret-xyz",)
+    assert [k.key for k in cfg.server.admin_keys] == ["admin-secret-xyz"]
     assert (cfg.trace.ring_size, cfg.trace.sample_rate, cfg.trace.bodies, cfg.trace.store_ttl_s) == (50, 0.25, True, 0)
     assert cfg.telemetry.otlp_endpoint == "http://c:4318/v1/traces"
     assert "admin-secret-xyz" not in repr(cfg) and "t0k" not in repr(cfg)

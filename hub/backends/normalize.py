@@ -73,8 +73,9 @@ def normalize_completion(resp: dict) -> dict:
         if not isinstance(message, dict):
             continue
         _move_reasoning(message)
-        calls = message.get("tool_calls")
-        if not isinstance(calls, list) or not calls:
+        _drop_non_text(message)
+        calls = _usable_calls(message)
+        if not calls:
             continue
         _fix_calls(calls)
         if choice.get("finish_reason") in (None, "stop"):
@@ -82,6 +83,33 @@ def normalize_completion(resp: dict) -> dict:
         if message.get("content") == "":  # Ollama; OpenAI sends null beside tool calls
             message["content"] = None
     return resp
+
+
+def _drop_non_text(part: dict) -> None:
+    """A content that is not text (a number, an object) from a broken backend is dropped."""
+    for key in ("content", "reasoning_content"):
+        if part.get(key) is not None and not isinstance(part[key], str):
+            del part[key]
+
+
+def _usable_calls(message: dict) -> list:
+    """The message's tool calls that name a function; one bare call object counts as a list of one.
+    Anything else a broken backend put there (strings, nulls, nameless calls) is dropped."""
+    calls = message.get("tool_calls")
+    if isinstance(calls, dict):
+        calls = [calls]
+    if not isinstance(calls, list):
+        message.pop("tool_calls", None)
+        return []
+    if not calls:
+        return calls  # vLLM always sends the list; an empty one is left as it is
+    usable = [c for c in calls if isinstance(c, dict) and isinstance(c.get("function"), dict)
+              and isinstance(c["function"].get("name"), str) and c["function"]["name"]]
+    if usable:
+        message["tool_calls"] = usable
+    else:
+        message.pop("tool_calls", None)
+    return usable
 
 
 def _fix_calls(calls: list) -> None:
@@ -157,6 +185,7 @@ class StreamNormalizer:
         else:
             delta.pop("role", None)
         _move_reasoning(delta)
+        _drop_non_text(delta)
         fragments = delta.pop("tool_calls", None)
         if isinstance(fragments, list) and fragments:
             fixed = [out for frag in fragments if (out := self._fix_fragment(state, frag)) is not None]

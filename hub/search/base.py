@@ -19,6 +19,7 @@ UNAVAILABLE = "unavailable"
 TOO_MANY_REQUESTS = "too_many_requests"
 INVALID_TOOL_INPUT = "invalid_tool_input"
 QUERY_TOO_LONG = "query_too_long"
+BUDGET_EXHAUSTED = "budget_exhausted"  # the calling key's search budget is spent (hub/budget.py)
 
 
 
@@ -60,6 +61,8 @@ class SearchResult:
     error_code: str | None = None
     cached: bool = False
     engine_errors: tuple[tuple[str, str], ...] = ()  # (engine, error) of a multi engine's failed members
+    usage: tuple[int, int] | None = None  # (input, output) tokens a model engine reported
+    cost: float = 0.0  # what answering cost, by the engine's prices; 0 for a cache hit
 
     @property
     def ok(self) -> bool:
@@ -76,6 +79,18 @@ class SearchResult:
         if self.engine_errors:
             out["failed_engines"] = [{"engine": e, "error": msg} for e, msg in self.engine_errors]
         return out
+
+    def to_document(self) -> dict:
+        """The result for programs (`/v1/search`, MCP structured content): hits as title, url, snippet,
+        source, date; the same fields whatever engine answered."""
+        return {
+            "engine": self.engine,
+            "query": self.query,
+            "summary": self.summary,
+            "cached": self.cached,
+            "hits": [{"title": h.title, "url": h.url, "snippet": h.snippet, "source": h.source, "date": h.published}
+                     for h in self.hits],
+        }
 
 
 def _hit_payload(n: int, h: Hit) -> dict:
@@ -121,6 +136,7 @@ class RawHit(NamedTuple):
 class Parsed(NamedTuple):
     hits: list[RawHit]
     summary: Any = None
+    usage: tuple[int, int] | None = None  # (input, output) tokens, for model engines
 
 
 def recency_start(recency: str | None, now: datetime | None = None) -> datetime | None:

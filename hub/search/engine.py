@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import httpx
@@ -77,6 +77,8 @@ class Engine:
         ws = self.ctx.web_search
         result = bound(self.config.id, req, parsed, char_cap=ws.result_char_cap,
                        max_bytes=ws.limits.max_total_result_bytes)
+        if parsed.usage is not None:
+            result = replace(result, usage=parsed.usage)
         if not result.ok:
             log.info("search engine %s: %s", self.config.id, result.error)
         return result

@@ -10,6 +10,7 @@ from typing import Any
 from ..config import Target
 from .base import EngineError, Parsed, RawHit, SearchRequest, as_dict, as_list, first_str, recency_start
 from .engine import malformed
+from .locale import language_tag, location_hint
 from .model import ModelEngine
 
 INSTRUCTION = (
@@ -40,12 +41,17 @@ class GeminiEngine(ModelEngine):
         start = recency_start(req.recency)
         if start is not None:
             google_search["timeRangeFilter"] = {"startTime": rfc3339(start), "endTime": rfc3339(datetime.now(UTC))}
+        # google_search grounding has no location field: the model writes the search, so tell it;
+        # the retrieval language follows the country.
+        hint = [{"text": text}] if (text := location_hint(req.user_location)) else []
         body: dict[str, Any] = {
             "contents": [{"role": "user", "parts": [{"text": req.query}]}],
-            "systemInstruction": {"parts": [{"text": INSTRUCTION}]},
+            "systemInstruction": {"parts": [{"text": INSTRUCTION}, *hint]},
             # Only the search tool: Gemini does not take google_search beside function declarations.
             "tools": [{"google_search": google_search}],
         }
+        if (language := language_tag(req.country)) is not None:
+            body["toolConfig"] = {"retrievalConfig": {"languageCode": language}}
         if isinstance(options.get("generationConfig"), dict):
             body["generationConfig"] = options["generationConfig"]
         p = target.provider

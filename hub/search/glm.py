@@ -9,6 +9,7 @@ from ..backends import openai_compat
 from ..config import Target
 from .base import Parsed, RawHit, SearchRequest, as_dict, as_list
 from .engine import malformed
+from .locale import location_hint
 from .model import ModelEngine
 
 DEFAULT_SEARCH_ENGINE = "search_std"
@@ -40,9 +41,13 @@ class GlmEngine(ModelEngine):
             tool["count"] = min(-(-tool["count"] // 10) * 10, 50)
         if len(req.allowed_domains) == 1:  # GLM filters on one domain only
             tool["search_domain_filter"] = req.allowed_domains[0]
+        messages = [{"role": "user", "content": req.query}]
+        hint = location_hint(req.user_location)
+        if hint:  # GLM's web_search has no location field: the model writes the search, so tell it
+            messages.insert(0, {"role": "system", "content": hint})
         body = {
             "model": target.model,
-            "messages": [{"role": "user", "content": req.query}],
+            "messages": messages,
             "tools": [{"type": "web_search", "web_search": tool}],
             "stream": False,
         }

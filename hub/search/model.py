@@ -103,11 +103,12 @@ class ModelEngine(Engine):
 
         async def call(target: Target) -> Parsed:
             backend: type[ModelEngine] = ctx.backends[target.provider.type]
+            used: list[tuple[int, int]] = []  # the tokens of every answer in this exchange, for its cost
 
             async def post(url: str, headers: dict[str, str], body: dict) -> dict:
                 timeout = max(deadline - loop.time(), 0.05)
                 try:
-                    return await post_json(ctx.client, target.provider, url, body, headers, retries=retries,
+                    data = await post_json(ctx.client, target.provider, url, body, headers, retries=retries,
                                            timeout=timeout)
                 except UpstreamError as e:
                     # The request is ours, not a client's: any target failure (a 4xx too, e.g. a
@@ -116,11 +117,17 @@ class ModelEngine(Engine):
                     if e.status is not None and e.body is not None:  # an HTTP error: say what it was
                         e.reason = status_error(e.status, e.body, self.secrets).message
                     raise
+                if (tokens := token_usage(data)) is not None:
+                    used.append(tokens)
+                return data
 
             try:
-                return await backend.exchange(post, target, req, options)
+                parsed = await backend.exchange(post, target, req, options)
             except EngineError as e:  # a malformed answer or a failed search: let the next target try
                 raise UpstreamError(e.message, status=429 if e.code == TOO_MANY_REQUESTS else 502) from None
+            if used:
+                parsed = parsed._replace(usage=(sum(n for n, _ in used), sum(n for _, n in used)))
+            return parsed
 
         try:
             parsed, _ = await ctx.dispatcher.run(SEARCH_ROUTE, candidates, call)
@@ -130,3 +137,18 @@ class ModelEngine(Engine):
             raise EngineError(f"no search backend answered ({tried})",
                               TOO_MANY_REQUESTS if rate_limited else UNAVAILABLE) from None
         return parsed
+
+
+def token_usage(data: Any) -> tuple[int, int] | None:
+    """(input, output) tokens from an OpenAI- or Anthropic-style `usage` or Gemini's `usageMetadata`."""
+    if not isinstance(data, dict):
+        return None
+    for name, tin, tout in (("usage", "prompt_tokens", "completion_tokens"),
+                            ("usage", "input_tokens", "output_tokens"),  # OpenAI Responses, Anthropic
+                            ("usageMetadata", "promptTokenCount", "candidatesTokenCount")):
+        u = data.get(name)
+        if isinstance(u, dict):
+            n_in, n_out = u.get(tin), u.get(tout)
+            if isinstance(n_in, int) and isinstance(n_out, int) and n_in >= 0 and n_out >= 0:
+                return n_in, n_out
+    return None

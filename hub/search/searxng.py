@@ -7,6 +7,7 @@ from typing import Any
 from .base import EngineError, Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from .engine import ApiEngine, malformed
 from .fetch import Outgoing, fetch_json
+from .locale import language_tag
 from .sanitize import clean_text
 
 TIME_RANGE = {"oneDay": "day", "oneWeek": "week", "oneMonth": "month", "oneYear": "year"}
@@ -19,7 +20,8 @@ class SearxngEngine(ApiEngine):
     NEEDS_BASE_URL = True
 
     def request(self, req: SearchRequest) -> Outgoing:
-        params = self.options(q=req.query, format="json", time_range=TIME_RANGE.get(req.recency or ""))
+        params = self.options(q=req.query, format="json", time_range=TIME_RANGE.get(req.recency or ""),
+                              language=language_tag(req.country))
         # Keyless by design; an apiKey is sent as a bearer token for instances behind an auth proxy.
         headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
         return Outgoing("GET", f"{self.base_url}/search", headers, params=params)

@@ -30,6 +30,7 @@ from .base import (
     failure,
 )
 from .cache import SearchCache
+from .cost import price
 from .engine import Engine, EngineContext
 from .registry import MODEL_BACKENDS, build_engines
 from .sanitize import clean_query, clean_text, normalize_domain
@@ -142,7 +143,7 @@ class SearchService:
             return cached
         result = await engine.search(req)
         await self.cache.put(config.id, req, result)
-        return result
+        return replace(result, cost=price(config, result)) if result.ok else result
 
     async def probe(self, engine_id: str, query: str, count: int = 1) -> SearchResult:
         """One live search on exactly this engine: no cache, no fallback (`searchhub engines --probe`)."""

@@ -7,6 +7,7 @@ from typing import Any
 from .base import Parsed, RawHit, SearchRequest
 from .engine import ApiEngine, malformed
 from .fetch import Outgoing
+from .locale import country_name
 
 TIME_RANGE = {"oneDay": "day", "oneWeek": "week", "oneMonth": "month", "oneYear": "year"}
 
@@ -25,6 +26,8 @@ class TavilyEngine(ApiEngine):
             time_range=TIME_RANGE.get(req.recency or ""),
             include_domains=list(req.allowed_domains) or None,
             exclude_domains=list(req.blocked_domains) or None,
+            # Tavily boosts a country only for the general topic, and names it in English.
+            country=country_name(req.country) if self.config.options.get("topic", "general") == "general" else None,
         )
         headers = self.bearer()
         return Outgoing("POST", f"{self.base_url}/search", headers, json=body)

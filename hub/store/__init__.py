@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .base import Store, StoreUnavailable
+from .base import Store, StoreBusy, StoreUnavailable
 from .memory import MemoryStore
 
-__all__ = ["MemoryStore", "Store", "StoreUnavailable", "open_store"]
+__all__ = ["MemoryStore", "Store", "StoreBusy", "StoreUnavailable", "open_store"]
 
 
 def open_store(spec: dict | None) -> Store:
@@ -26,6 +26,8 @@ def open_store(spec: dict | None) -> Store:
             url,
             key_prefix=spec.get("keyPrefix", "searchhub:"),
             timeout=spec.get("timeoutMs", 250) / 1000,
+            max_connections=spec.get("maxConnections", 256),
+            pool_timeout=spec.get("poolTimeoutMs", 5000) / 1000,
         )
         return ResilientStore(primary, MemoryStore())
     raise ValueError(f"unknown state.backend {backend!r}: expected 'memory' or 'redis'")

@@ -10,6 +10,11 @@ class StoreUnavailable(Exception):
     """The store could not answer in time; callers degrade instead of failing the request."""
 
 
+class StoreBusy(StoreUnavailable):
+    """Every connection of this process stayed busy for the whole wait: our own queue, not an
+    outage, so a resilient store answers this one call as unavailable but does not degrade."""
+
+
 class Store(Protocol):
     """Bytes in, bytes out, every key with a TTL. Keys are namespaced by the caller."""
 
@@ -25,6 +30,14 @@ class Store(Protocol):
         """Atomically replace the value with fn(old); fn returning None deletes the key.
 
         Two concurrent updates of one key never lose each other's change.
+        """
+        ...
+
+    async def incr(self, key: str, amount: int, ttl: float) -> int:
+        """Atomically add amount to the counter at key (0 when absent) and return the new value.
+
+        The counter expires ttl seconds after it was created; later increments keep that expiry,
+        so a counter per time window ends with its window. Counters live apart from get/set values.
         """
         ...
 

@@ -43,6 +43,17 @@ class MemoryStore:
             await self.set(key, new, ttl)
         return new
 
+    async def incr(self, key: str, amount: int, ttl: float) -> int:
+        item = self._data.get(key)
+        if item is None or item[0] <= time.monotonic():
+            value, expires = amount, time.monotonic() + ttl
+        else:
+            value, expires = int(item[1]) + amount, item[0]
+        if len(self._data) >= self._max_keys and key not in self._data:
+            self._evict()
+        self._data[key] = (expires, str(value).encode())
+        return value
+
     async def close(self) -> None:
         self._data.clear()
 

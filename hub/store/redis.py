@@ -1,6 +1,7 @@
 """Redis-backed store: state shared by every replica of the gateway.
 
 Value format: one version byte, then the caller's bytes. Version 1 is ``b"\\x01" + value``.
+Counters (``incr``) are plain Redis integers, so INCRBY works on them.
 A value whose version byte this code does not know (written by a newer release, or by
 something else sharing the key space) reads as a miss and is counted in ``format_errors``,
 so a rolling upgrade or downgrade degrades to cache misses instead of failing requests.
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -20,9 +22,15 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, WatchError
 
-from .base import StoreUnavailable, UpdateFn
+from .base import StoreBusy, StoreUnavailable, UpdateFn
 
 FORMAT_V1 = b"\x01"
+# INCRBY and the window's expiry in one atomic step; the expiry is set only when the counter is new.
+_INCR = """
+local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return v
+"""
 
 T = TypeVar("T")
 
@@ -35,8 +43,11 @@ class _PendingUpdate:
 
 
 class RedisStore:
-    """Store on a Redis server; every call answers or raises StoreUnavailable within ``timeout``.
+    """Store on a Redis server; every command answers or raises StoreUnavailable within ``timeout``.
 
+    The wait for one of the ``max_connections`` connections is not part of a command's time: under
+    load, calls queue for a connection up to ``pool_timeout`` (then StoreBusy, which says this
+    process is busy, not that Redis is down) and only the command itself runs against ``timeout``.
     Concurrent updates of one key in this process are applied in order in one
     transaction, so an update's fn may run more than once and beside others' fns.
     """
@@ -47,24 +58,32 @@ class RedisStore:
         *,
         key_prefix: str = "searchhub:",
         timeout: float = 0.25,
-        max_connections: int = 64,
+        max_connections: int = 256,
+        pool_timeout: float = 5.0,
         max_update_attempts: int = 16,
     ) -> None:
         self._prefix = key_prefix
         self._timeout = timeout
+        self._pool_timeout = pool_timeout
+        self._max_connections = max_connections
         self._max_attempts = max_update_attempts
         self._safe_url, self._secrets = _mask_url(url)
+        # One slot per connection: a call holding a slot always finds a free connection, so the
+        # pool's own wait (bounded too, for abandoned calls still cleaning up) stays empty.
+        self._slots = asyncio.Semaphore(max_connections)
+        self._busy = 0
         # redis-py's own retries would multiply the time a dead server costs; our
         # callers have a fallback, so one bounded attempt is what they want.
         self._pool = BlockingConnectionPool.from_url(
             url,
             max_connections=max_connections,
-            timeout=timeout,
+            timeout=pool_timeout,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 0),
         )
         self._redis = Redis(connection_pool=self._pool)
+        self._incr = self._redis.register_script(_INCR)
         # Updates of one key queue here and one writer task per key applies them in
         # batches: a hot key costs one transaction per batch instead of one per caller,
         # and optimistic transactions only race against other processes.
@@ -77,17 +96,21 @@ class RedisStore:
         self._format_errors = 0
 
     async def get(self, key: str) -> bytes | None:
-        return self._decode(await self._bounded(self._redis.get(self._prefix + key)))
+        return self._decode(await self._command(lambda: self._redis.get(self._prefix + key)))
 
     async def set(self, key: str, value: bytes, ttl: float) -> None:
         k = self._prefix + key
         if ttl <= 0:
-            await self._bounded(self._redis.delete(k))
+            await self._command(lambda: self._redis.delete(k))
         else:
-            await self._bounded(self._redis.set(k, FORMAT_V1 + value, px=_ms(ttl)))
+            await self._command(lambda: self._redis.set(k, FORMAT_V1 + value, px=_ms(ttl)))
 
     async def delete(self, key: str) -> None:
-        await self._bounded(self._redis.delete(self._prefix + key))
+        await self._command(lambda: self._redis.delete(self._prefix + key))
+
+    async def incr(self, key: str, amount: int, ttl: float) -> int:
+        """A plain Redis integer (no version byte), so that INCRBY can work on it."""
+        return int(await self._bounded(self._incr(keys=[self._prefix + key], args=[amount, _ms(ttl)])))
 
     async def update(self, key: str, fn: UpdateFn, ttl: float) -> bytes | None:
         """WATCH/MULTI/EXEC with bounded retries; fn may run more than once, so keep it pure."""
@@ -98,7 +121,8 @@ class RedisStore:
             queue = self._queues[k] = []
             self._spawn(self._write_key(k, queue))
         queue.append(pending)
-        return await self._bounded(pending.done)
+        # The writer queues for a connection like any call, then runs against the command timeout.
+        return await self._bounded(pending.done, self._pool_timeout + self._timeout)
 
     async def close(self) -> None:
         for task in list(self._tasks):
@@ -116,6 +140,9 @@ class RedisStore:
             "url": self._safe_url,
             "key_prefix": self._prefix,
             "timeout_ms": round(self._timeout * 1000),
+            "max_connections": self._max_connections,
+            "pool_timeout_ms": round(self._pool_timeout * 1000),
+            "busy": self._busy,
             "update_conflicts": self._update_conflicts,
             "format_errors": self._format_errors,
         }
@@ -130,8 +157,12 @@ class RedisStore:
                 if not batch:
                     continue
                 try:
-                    async with asyncio.timeout(self._timeout):
-                        outcomes = await self._transact(k, batch)
+                    async with self._slot():
+                        task = asyncio.ensure_future(self._transact(k, batch))
+                        if not await self._answered(task, self._timeout):
+                            self._abandon(task)
+                            raise TimeoutError(f"no answer within {round(self._timeout * 1000)} ms")
+                        outcomes = task.result()
                 except Exception as exc:
                     outcomes = [exc] * len(batch)
                 for pending, outcome in zip(batch, outcomes, strict=True):
@@ -183,25 +214,50 @@ class RedisStore:
                 return outcomes
         raise RedisError(f"update gave up after {self._max_attempts} conflicting writes")
 
-    async def _bounded(self, op: Awaitable[T]) -> T:
+    @asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """Hold one of the connection slots; waiting for it is queueing, never an outage."""
+        try:
+            async with asyncio.timeout(self._pool_timeout):
+                await self._slots.acquire()
+        except TimeoutError:
+            self._busy += 1
+            raise StoreBusy(f"redis {self._safe_url}: all {self._max_connections} connections stayed busy for "
+                            f"{round(self._pool_timeout * 1000)} ms") from None
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+    async def _command(self, make: Callable[[], Awaitable[T]]) -> T:
+        async with self._slot():
+            return await self._bounded(make())
+
+    async def _bounded(self, op: Awaitable[T], timeout: float | None = None) -> T:
+        timeout = self._timeout if timeout is None else timeout
         # A plain wait_for waits for the cancelled operation to clean up (UNWATCH,
         # reconnect...), which a hung server can stretch past the deadline; a task we
         # stop waiting for cannot.
         task = asyncio.ensure_future(op)
         try:
-            done, _ = await asyncio.wait((task,), timeout=self._timeout)
+            done = await self._answered(task, timeout)
         except asyncio.CancelledError:
             self._abandon(task)
             raise
         if not done:
             self._abandon(task)
-            raise self._failed(f"no answer within {round(self._timeout * 1000)} ms")
+            raise self._failed(f"no answer within {round(timeout * 1000)} ms")
         try:
             result = task.result()
         except (RedisError, OSError) as exc:  # OSError covers TimeoutError, refused, reset
             raise self._failed(f"{type(exc).__name__}: {exc}") from exc
         self._ok = True
         return result
+
+    @staticmethod
+    async def _answered(task: asyncio.Future, timeout: float) -> bool:
+        done, _ = await asyncio.wait((task,), timeout=timeout)
+        return bool(done)
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)

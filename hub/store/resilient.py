@@ -6,7 +6,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from .base import Store, StoreUnavailable, UpdateFn
+from .base import Store, StoreBusy, StoreUnavailable, UpdateFn
 
 T = TypeVar("T")
 
@@ -57,6 +57,9 @@ class ResilientStore:
     async def update(self, key: str, fn: UpdateFn, ttl: float) -> bytes | None:
         return await self._call(lambda s: s.update(key, fn, ttl))
 
+    async def incr(self, key: str, amount: int, ttl: float) -> int:
+        return await self._call(lambda s: s.incr(key, amount, ttl))
+
     async def close(self) -> None:
         try:
             await self._primary.close()
@@ -87,6 +90,8 @@ class ResilientStore:
             self._probing = True
         try:
             result = await op(self._primary)
+        except StoreBusy:
+            raise  # the primary is fine, this process is just busy: no reason to leave it
         except StoreUnavailable as exc:
             self._mark_down(exc)
             return await op(self._fallback)

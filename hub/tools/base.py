@@ -23,9 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..citations import Source
+
+if TYPE_CHECKING:
+    from ..keys import ApiKey
+    from ..search.metered import SearchBill
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +110,10 @@ class ToolRequest:
     hosted: HostedSearch | None = None  # the client offered a provider-hosted tool
     google: bool = False  # Google-preferred intent
     baidu: bool = False  # Baidu-preferred (`百度一下` with webSearch.baiduPreference "baidu")
-    count_hint: int | None = None  # results wanted when the call names no count (hosted context size)
+    count_hint: int | None = None  # results wanted when the call names no count (search_context_size)
+    user_location: dict | None = None  # chat web_search_options.user_location, when no hosted tool gives one
+    key: ApiKey | None = None  # the calling gateway key: searches spend its budget
+    bill: SearchBill | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from ..budget import Budget
 from ..config import Config
 from ..search.service import SearchService
 from .base import ServerTool
@@ -21,11 +22,12 @@ class Parts:
     config: Config
     client: httpx.AsyncClient
     search: SearchService
+    budget: Budget | None = None  # per-key search budgets and cost (hub/budget.py)
 
 
 # kind -> how to build it (None: not configured)
 TOOLS: dict[str, Callable[[Parts], ServerTool | None]] = {
-    "web_search": lambda parts: WebSearch(parts.config.web_search, parts.search),
+    "web_search": lambda parts: WebSearch(parts.config.web_search, parts.search, parts.budget),
 }
 
 

@@ -62,7 +62,7 @@ class SearchExecution:
         self.tool = tool
         self.config = config
         self.summarizer = summarizer
-        self.request = ToolRequest(hosted=hosted or HostedSearch())
+        self.request = ToolRequest(hosted=hosted or HostedSearch(), key=opts.key, bill=opts.bill)
         self.model = model
         self.opts = opts
         self.input_tokens = input_tokens

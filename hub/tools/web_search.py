@@ -16,9 +16,11 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from .. import metrics
+from ..budget import Budget
 from ..config import WebSearchConfig
 from ..search import render
-from ..search.base import RECENCY, Hit, SearchResult, failure
+from ..search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchResult, failure
+from ..search.metered import MeteredSearch
 from ..search.service import SearchService
 from .arguments import ArgumentError, dumps, message, parse_arguments
 from .base import Hosted, Rendered, ToolCall, ToolRequest
@@ -234,6 +236,9 @@ def _count(value: object) -> int | None:
 # --- the call -----------------------------------------------------------------------------------
 
 
+_QUOTES = "\"'`“”‘’ "
+
+
 @dataclass(slots=True)
 class SearchCall(ToolCall):
     """One server-side search."""
@@ -244,6 +249,7 @@ class SearchCall(ToolCall):
     recency: str | None = None
     count: int | None = None
     chosen_by: str = "default"  # how the engine was chosen: model | default | google | baidu | fallback
+    resolved: str | None = None  # the engine that will run it (the default when the call names none)
     HOSTED: ClassVar[Hosted] = HOSTED
 
     @property
@@ -252,7 +258,9 @@ class SearchCall(ToolCall):
 
     @property
     def key(self) -> str:
-        return f"{' '.join(self.query.lower().split())}|{self.engine or ''}"
+        """The same search, however the model wrote it: engine resolved, query case- and space-folded."""
+        query = " ".join(self.query.casefold().split()).strip(_QUOTES)
+        return f"{query}|{self.resolved or self.engine or ''}"
 
     @property
     def label(self) -> str:
@@ -308,6 +316,8 @@ def error_code(result: SearchResult | None) -> str:
     code = getattr(result, "error_code", None)
     if code == "invalid_input":
         return "invalid_tool_input"
+    if code == BUDGET_EXHAUSTED:  # the key's budget: the nearest code Anthropic's shape has
+        return "too_many_requests"
     return code if code in ERROR_CODES else "unavailable"
 
 
@@ -336,9 +346,10 @@ class WebSearch:
 
     call_type = SearchCall
 
-    def __init__(self, config: WebSearchConfig, search: SearchService) -> None:
+    def __init__(self, config: WebSearchConfig, search: SearchService, budget: Budget | None = None) -> None:
         self.name = config.tool_name
         self.search = search
+        self.budget = budget
         engine_required = config.default_engine is None and len(config.engines) > 1
         # narrowed engine lists, decided here once: (google, baidu) -> schema and default-engine hint
         self._schemas: dict[tuple[bool, bool], dict] = {}
@@ -359,18 +370,21 @@ class WebSearch:
         args = search_args(raw_arguments, tool_name=self.name)
         engine = args.engine or self._hints[(request.google and not request.baidu, request.baidu)]
         chosen_by = "model" if args.engine else ("baidu" if request.baidu else "google") if engine else "default"
-        count = args.count or (_CONTEXT_COUNTS.get(request.hosted.context_size or "")
-                               if request.hosted is not None else None)
-        return SearchCall(call_id, args.query, engine, recency=args.recency, count=count, chosen_by=chosen_by)
+        count = args.count or request.count_hint or (_CONTEXT_COUNTS.get(request.hosted.context_size or "")
+                                                     if request.hosted is not None else None)
+        resolved = self.search.resolve_engine(engine)
+        return SearchCall(call_id, args.query, engine, recency=args.recency, count=count, chosen_by=chosen_by,
+                          resolved=resolved.id if resolved is not None else None)
 
     async def run(self, call: SearchCall, request: ToolRequest) -> None:
         hosted = request.hosted
+        search = MeteredSearch(self.search, self.budget, request.key, request.bill) if self.budget else self.search
         try:
-            call.result = await self.search.search(
+            call.result = await search.search(
                 call.query, engine=call.engine, count=call.count, recency=call.recency,
                 allowed_domains=hosted.allowed_domains if hosted else (),
                 blocked_domains=hosted.blocked_domains if hosted else (),
-                user_location=hosted.user_location if hosted else None,
+                user_location=(hosted.user_location if hosted else None) or request.user_location,
             )
         except asyncio.CancelledError:
             raise

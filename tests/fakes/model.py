@@ -11,6 +11,7 @@ Script entries (consumed one per request; a callable is called with the request 
   {"ollama": True, ...}                                 whole tool calls per chunk, role on every chunk
   {"args_as_object": True, ...}, {"no_ids": True, ...}  quirks
   {"reasoning": "..."}                                  reasoning text (vLLM 'reasoning_content')
+  {"raw_message": {...}} / {"raw_deltas": [{...}, ...]}  a message / stream deltas exactly as given (broken models)
 With an empty script the model answers {"content": "ok"}.
 """
 
@@ -98,6 +99,10 @@ class FakeModel:
         calls = [self._call(i, c, reply) for i, c in enumerate(reply.get("tool_calls", []))]
         finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        if not body.get("stream") and "raw_message" in reply:
+            return JSONResponse({"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+                                 "model": body.get("model"), "usage": usage,
+                                 "choices": [{"index": 0, "message": reply["raw_message"], "finish_reason": finish}]})
         if not body.get("stream"):
             msg: dict = {"role": "assistant", "content": reply.get("content")}
             if calls:
@@ -128,6 +133,8 @@ class FakeModel:
                 "model": body.get("model")}
         ollama = reply.get("ollama")
         chunks: list[dict] = [{"role": "assistant", "content": ""}]
+        if "raw_deltas" in reply:
+            chunks += reply["raw_deltas"]
         if reply.get("reasoning"):
             chunks.append({"reasoning_content": reply["reasoning"]})
         text = reply.get("content") or ""

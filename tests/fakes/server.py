@@ -23,7 +23,10 @@ class ServerThread:
 
     def start(self) -> ServerThread:
         config = uvicorn.Config(self.app, host=self.host, port=0, log_level="warning", lifespan="on",
-                                loop="asyncio", timeout_graceful_shutdown=2)
+                                loop="asyncio", timeout_graceful_shutdown=2,
+                                # longer than any client pool keeps an idle connection, so a burst of
+                                # requests never lands on connections the fake is closing
+                                timeout_keep_alive=120)
         self._server = uvicorn.Server(config)
         self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         self._thread = threading.Thread(target=lambda: asyncio.run(self._server.serve()), daemon=True)

@@ -1,0 +1,66 @@
+"""`searchhub mcp`: the MCP server over stdio, for clients that only launch local servers.
+
+The same tools, engines, cache (the config's state store, so Redis-shared when configured) and
+budgets as /mcp. Searches count against the key in $SEARCHHUB_API_KEY when it is set, else against
+no key (the operator's own process)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+import anyio
+from mcp.server.stdio import stdio_server
+
+from .. import config as cfgmod
+from ..backends.http import make_client
+from ..budget import Budget
+from ..dispatch import Dispatcher, Gate
+from ..keys import ApiKey, match_key
+from ..router import Cooldowns, Router
+from ..search.metered import MeteredSearch
+from ..search.service import SearchService
+from ..store import open_store
+from .server import build_server
+from .tools import ToolContext
+
+KEY_ENV = "SEARCHHUB_API_KEY"
+
+
+def run_stdio(args: argparse.Namespace) -> int:
+    path = cfgmod.config_path(args.config)
+    cfg = cfgmod.load_or_report(path)
+    if cfg is None:
+        return 1
+    key = None
+    presented = os.environ.get(KEY_ENV)
+    if presented and cfg.server.api_keys:
+        key = match_key(presented, cfg.server.api_keys)
+        if key is None:
+            print(f"{KEY_ENV} is not one of server.apiKeys in {path}", file=sys.stderr)
+            return 1
+    # stdout carries the protocol: every log line goes to stderr.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    anyio.run(_serve, cfg, key)
+    return 0
+
+
+async def _serve(cfg: cfgmod.Config, key: ApiKey | None) -> None:
+    client = make_client()
+    store = open_store(cfg.state)
+    try:
+        router = Router(cfg, Cooldowns())
+        service = SearchService(cfg, client, router, Dispatcher(client, router, Gate()), store)
+        budget = Budget(store)
+
+        def context_for(_ctx) -> ToolContext:
+            return ToolContext(MeteredSearch(service, budget, key), service.engines(), cfg.web_search.default_engine)
+
+        server = build_server(context_for)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    finally:
+        await client.aclose()
+        await store.close()

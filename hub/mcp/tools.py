@@ -1,0 +1,147 @@
+"""The MCP tools: one entry per tool, each giving its definition and running a call.
+
+A tool never raises for anything a caller or an engine can do: bad arguments, a failed search or
+a spent budget come back as a tool error (isError) the model can read, not as a protocol error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import mcp_types as types
+
+from ..config import EngineConfig
+from ..search import render
+from ..search.base import BUDGET_EXHAUSTED, RECENCY, SearchResult
+from ..search.metered import MeteredSearch
+
+MAX_COUNT = 50
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a call may use, on behalf of the caller: its metered search and the configured engines."""
+
+    search: MeteredSearch
+    engines: Sequence[EngineConfig]
+    default_engine: EngineConfig | None
+
+
+class McpTool(Protocol):
+    name: str
+
+    def definition(self, ctx: ToolContext) -> types.Tool: ...
+
+    async def call(self, arguments: dict[str, Any], ctx: ToolContext) -> types.CallToolResult: ...
+
+
+def tool_error(message: str, **detail: Any) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True,
+                                structured_content={"error": message, **detail})
+
+
+_HIT = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string"},
+        "url": {"type": "string"},
+        "snippet": {"type": "string"},
+        "source": {"type": ["string", "null"]},
+        "date": {"type": ["string", "null"], "description": "Publication date as the engine gave it."},
+    },
+    "required": ["title", "url", "snippet"],
+}
+SEARCH_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "engine": {"type": "string"},
+        "query": {"type": "string"},
+        "summary": {"type": ["string", "null"]},
+        "cached": {"type": "boolean"},
+        "hits": {"type": "array", "items": _HIT},
+    },
+    "required": ["engine", "query", "hits"],
+}
+
+
+class WebSearchTool:
+    name = "web_search"
+
+    def definition(self, ctx: ToolContext) -> types.Tool:
+        props: dict[str, Any] = {"query": {"type": "string", "description": "What to search for."}}
+        if ctx.engines:
+            props["engine"] = {
+                "type": "string",
+                "enum": [e.id for e in ctx.engines],
+                "description": "Search engine id" + (f" (default: {ctx.default_engine.id})"
+                                                      if ctx.default_engine else "") + ".",
+            }
+        props["count"] = {"type": "integer", "minimum": 1, "maximum": MAX_COUNT, "description": "Number of results."}
+        props["recency"] = {"type": "string", "enum": list(RECENCY), "description": "Only results this recent."}
+        props["domains"] = {
+            "type": "array", "items": {"type": "string"},
+            "description": "Only results from these domains (a domain includes its subdomains); "
+                           "a domain written with a leading '-' is excluded instead.",
+        }
+        return types.Tool(name=self.name, description=_search_description(ctx), input_schema={
+            "type": "object", "properties": props, "required": ["query"]}, output_schema=SEARCH_OUTPUT)
+
+    async def call(self, arguments: dict[str, Any], ctx: ToolContext) -> types.CallToolResult:
+        problem = _check(arguments, {"query": str, "engine": str, "count": int, "recency": str, "domains": list})
+        domains = arguments.get("domains") or []
+        if problem is None and not all(isinstance(d, str) for d in domains):
+            problem = "domains must be an array of strings"
+        if problem:
+            return tool_error(f"web_search: {problem}", code="invalid_tool_input")
+        allowed = [d for d in domains if not d.startswith("-")]
+        blocked = [d[1:] for d in domains if d.startswith("-")]
+        result = await ctx.search.search(
+            arguments["query"], engine=arguments.get("engine"), count=arguments.get("count"),
+            recency=arguments.get("recency"), allowed_domains=allowed, blocked_domains=blocked,
+        )
+        if not result.ok:
+            return _search_failed(result, ctx.search)
+        return types.CallToolResult(content=[types.TextContent(text=render.digest(result.query, result))],
+                                    structured_content=result.to_document())
+
+
+def _search_description(ctx: ToolContext) -> str:
+    text = ("Search the web through searchhub: several engines with a shared cache and failover; results are "
+            "sanitized, numbered hits (title, URL, snippet, date).")
+    if ctx.engines:
+        engines = "; ".join(f"{e.id}: {e.description.strip().rstrip('.')}" if e.description.strip() else e.id
+                            for e in ctx.engines)
+        text += f" Engines: {engines}."
+        if ctx.default_engine:
+            text += f" Without 'engine', {ctx.default_engine.id} answers."
+    else:
+        text += " No engine is configured on this server yet."
+    return text
+
+
+def _search_failed(result: SearchResult, search: MeteredSearch) -> types.CallToolResult:
+    detail: dict[str, Any] = {"code": result.error_code, "engine": result.engine}
+    denied = search.bill.denied
+    if denied is not None and result.error_code == BUDGET_EXHAUSTED:
+        return tool_error(result.error or denied.message, **detail, retryAfter=denied.retry_after)
+    return tool_error(f"search failed (engine {result.engine}): {result.error}", **detail)
+
+
+def _check(arguments: dict[str, Any], kinds: dict[str, type]) -> str | None:
+    """The first argument of the wrong type, said for the model; None when all fit."""
+    if not isinstance(arguments.get("query"), str):
+        return "'query' is required and must be a string"
+    for name, kind in kinds.items():
+        value = arguments.get(name)
+        if value is None:
+            continue
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            return f"'{name}' must be an integer"
+        if not isinstance(value, kind):
+            return f"'{name}' must be {'an array' if kind is list else 'a string'}"
+    return None
+
+
+TOOLS: dict[str, McpTool] = {t.name: t for t in (WebSearchTool(),)}

@@ -1,0 +1,221 @@
+"""Side requests: a client's utility calls about the conversation, which are not search turns.
+
+Coding agents ask their model for a session title, a summary, a memory extraction or a topic check
+beside the real turns, often with the user's prompt as the last message ("Search the web for ..."),
+so intent alone would search and the title would become the answer. They are recognised by shape,
+on the internal chat form:
+
+- an operator rule from `webSearch.sideRequests.rules` in engines.json (checked first; may also
+  declare a shape a main request),
+- structured output (`response_format` json_schema/json_object) with no tools offered,
+- a system prompt (or a "### Task:" user prompt) that asks for a title, summary, memory extraction,
+  tags, follow-up questions or a classification,
+- no tools while the same client's other requests carry them, together with a short `max_tokens`.
+
+Pure: `classify_side()` takes the body and what is known about the client and returns a decision
+with its reason; `ClientTools` is the small per-process memory of which clients send tools.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+SHORT_MAX_TOKENS = 1024  # a real answer (let alone one with search results) needs more
+_HEAD = 600  # a utility prompt says what it is at the start of its block
+
+_TASK = re.compile(
+    r"\btitle generator\b"
+    r"|\b(?:generate|write|create|suggest|produce|give|output)\s+(?:me\s+)?(?:only\s+)?(?:a|an|the|one)\s+"
+    r"(?:[\w,-]+\s+){0,4}titles?\b(?:\s+(?:for|of|that|which|summari[sz]ing)\b)?"
+    r"|\bnaming\s+(?:a|the|this)\s+(?:[\w-]+\s+)?(?:session|conversation|chat|thread)\b"
+    r"|\bmemory\s+extraction\b|\bextract\s+(?:[\w-]+\s+){0,2}(?:memories|facts)\b"
+    r"|\b(?:summar(?:ize|ise|izing|ising|y))\b.{0,60}\b(?:conversation|chat|session|thread|history)\b"
+    r"|\bgenerate\s+(?:[\w-]+\s+){0,3}(?:tags|follow[- ]?up questions|search quer(?:y|ies)|autocompletion)\b"
+    r"|\bclassif(?:y|ier|ication)\b.{0,60}\b(?:conversation|message|request|topic|prompt|intent)\b"
+    r"|\b(?:respond|reply|answer|output)\s+(?:only\s+)?(?:with|in)\s+(?:a\s+)?(?:valid\s+)?json\b"
+    r"|\bis\s+(?:this|the)\s+(?:message|request|prompt)\s+(?:about\s+)?a\s+new\s+(?:topic|conversation)\b",
+    re.I | re.S,
+)
+_USER_TASK = re.compile(r"^\s*#{2,4}\s*task\s*:|\btitle\s+for\s+(?:this|the)\s+(?:conversation|chat|session)\b",
+                        re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class SideDecision:
+    side: bool
+    rule: str | None  # "operator:<name>", "structured-output", "task-prompt", "tool-less-short", None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SideRule:
+    """An operator rule: every given condition must hold; `side` is the decision when they do."""
+
+    name: str
+    side: bool
+    system: re.Pattern[str] | None = None
+    user: re.Pattern[str] | None = None  # the last user message
+    model: re.Pattern[str] | None = None
+    max_tokens_at_most: int | None = None
+    tools: bool | None = None  # True: tools offered; False: none
+    structured_output: bool | None = None
+
+    def matches(self, shape: Shape) -> bool:
+        if self.system is not None and not self.system.search(shape.system):
+            return False
+        if self.user is not None and not self.user.search(shape.last_user):
+            return False
+        if self.model is not None and not self.model.search(shape.model):
+            return False
+        if self.max_tokens_at_most is not None and (shape.max_tokens is None
+                                                    or shape.max_tokens > self.max_tokens_at_most):
+            return False
+        if self.tools is not None and self.tools != shape.has_tools:
+            return False
+        return self.structured_output is None or self.structured_output == bool(shape.structured)
+
+
+@dataclass(frozen=True, slots=True)
+class SideConfig:
+    enabled: bool = True
+    rules: tuple[SideRule, ...] = ()
+
+
+def compile_side_config(raw: object, errors: list[str]) -> SideConfig:
+    """`webSearch.sideRequests` -> SideConfig; problems are appended to `errors` with their path."""
+    if raw is None:
+        return SideConfig()
+    if not isinstance(raw, dict):
+        errors.append("webSearch.sideRequests: must be an object")
+        return SideConfig()
+    rules: list[SideRule] = []
+    for i, r in enumerate(raw.get("rules") or ()):
+        path = f"webSearch.sideRequests.rules[{i}]"
+        if not isinstance(r, dict):
+            errors.append(f"{path}: must be an object")
+            continue
+        patterns: dict[str, re.Pattern[str] | None] = {}
+        for key in ("system", "user", "model"):
+            text = r.get(key)
+            try:
+                patterns[key] = re.compile(text, re.I) if isinstance(text, str) and text else None
+            except re.error as e:
+                errors.append(f"{path}.{key}: not a valid regular expression ({e})")
+                patterns[key] = None
+        decision = r.get("decision", "side")
+        rules.append(SideRule(
+            name=str(r.get("name") or f"rule {i}"), side=decision != "main", system=patterns["system"],
+            user=patterns["user"], model=patterns["model"], max_tokens_at_most=r.get("maxTokensAtMost"),
+            tools=r.get("tools"), structured_output=r.get("structuredOutput"),
+        ))
+    return SideConfig(enabled=raw.get("enabled", True) is not False, rules=tuple(rules))
+
+
+# --- the request's shape --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    model: str
+    system: str  # the head of every system/developer message, joined
+    last_user: str
+    has_tools: bool
+    max_tokens: int | None
+    structured: str | None  # the response_format type when it asks for JSON
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def shape_of(body: dict) -> Shape:
+    messages = body.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    system: list[str] = []
+    last_user = ""
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") in ("system", "developer"):
+            # Several prompt blocks arrive joined; each one states its purpose first.
+            system += [block[:_HEAD] for block in _text(m.get("content")).split("\n\n") if block.strip()][:8]
+        elif m.get("role") == "user":
+            last_user = _text(m.get("content"))
+    max_tokens = next((v for k in ("max_tokens", "max_completion_tokens")
+                       if isinstance(v := body.get(k), int) and not isinstance(v, bool)), None)
+    fmt = body.get("response_format")
+    structured = fmt.get("type") if isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object") \
+        else None
+    tools = body.get("tools")
+    model = body.get("model")
+    return Shape(model=model if isinstance(model, str) else "", system="\n\n".join(system),
+                 last_user=last_user[:_HEAD], has_tools=isinstance(tools, list) and bool(tools),
+                 max_tokens=max_tokens, structured=structured)
+
+
+def classify_side(body: dict, *, rules: Iterable[SideRule] = (), client_uses_tools: bool = False) -> SideDecision:
+    """Is this chat request a client's side request (title, summary, memory, classification)?"""
+    shape = shape_of(body)
+    for rule in rules:
+        if rule.matches(shape):
+            what = "a side request" if rule.side else "a main request"
+            return SideDecision(rule.side, f"operator:{rule.name}", f"operator rule '{rule.name}' says {what}")
+    if shape.structured and not shape.has_tools:
+        return SideDecision(True, "structured-output", f"structured output ({shape.structured}) with no tools")
+    m = _TASK.search(shape.system)
+    if m is not None:
+        return SideDecision(True, "task-prompt", f'system prompt asks for a utility task: "{_clip(m.group(0))}"')
+    m = _USER_TASK.search(shape.last_user)
+    if m is not None:
+        return SideDecision(True, "task-prompt", f'user prompt is a utility task: "{_clip(m.group(0))}"')
+    if not shape.has_tools and client_uses_tools and shape.max_tokens is not None \
+            and shape.max_tokens <= SHORT_MAX_TOKENS:
+        return SideDecision(True, "tool-less-short",
+                            f"no tools (this client's other requests carry them) and max_tokens={shape.max_tokens}")
+    return SideDecision(False, None, "no side-request signal")
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --- which clients send tools ---------------------------------------------------------------------
+
+
+class ClientTools:
+    """Remembers, per client (hashed key and user agent), whether its requests lately carried tools."""
+
+    def __init__(self, *, ttl_s: float = 3600.0, size: int = 4096,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._seen: OrderedDict[bytes, float] = OrderedDict()
+        self._ttl = ttl_s
+        self._size = size
+        self._clock = clock
+
+    @staticmethod
+    def _id(client: str) -> bytes:
+        return hashlib.blake2b(client.encode(), digest_size=12).digest()
+
+    def note(self, client: str, has_tools: bool) -> bool:
+        """Record this request; True when the client sent tools within the ttl (before or now)."""
+        key = self._id(client)
+        now = self._clock()
+        if has_tools:
+            self._seen[key] = now
+            self._seen.move_to_end(key)
+            while len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+            return True
+        at = self._seen.get(key)
+        return at is not None and now - at <= self._ttl

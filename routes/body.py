@@ -1,0 +1,48 @@
+"""A request body's bytes -> a JSON object, or a BadRequest that says what is wrong.
+
+Besides JSON syntax: the bytes must be UTF-8, and nesting is capped at MAX_DEPTH so no handler,
+translator or encoder further on can recurse itself into a RecursionError (a 500).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from hub.errors import BadRequest
+
+MAX_DEPTH = 100  # JSON Schemas in tool definitions nest a few dozen levels at most
+_decode = msgspec.json.decode
+
+
+def decode_body(raw: bytes) -> dict:
+    if not raw.strip():
+        raise BadRequest("request body is empty; expected a JSON object")
+    try:
+        body = _decode(raw)
+    except msgspec.DecodeError as e:
+        raise BadRequest(f"request body is not valid JSON: {e}") from None
+    except UnicodeDecodeError as e:
+        raise BadRequest(f"request body is not valid UTF-8 (byte {e.start})") from None
+    except RecursionError:
+        raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels") from None
+    if not isinstance(body, dict):
+        raise BadRequest("request body must be a JSON object")
+    # Depth can only pass the limit if there are that many openers at all: a C-speed count
+    # spares the walk for most bodies.
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and too_deep(body, MAX_DEPTH):
+        raise BadRequest(f"request body nests deeper than {MAX_DEPTH} levels")
+    return body
+
+
+def too_deep(value: object, limit: int) -> bool:
+    """Does any container sit more than `limit` levels deep? Iterative, so it cannot overflow itself."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, dict | list))
+    return False

@@ -1,0 +1,111 @@
+"""POST /v1/search (searchhub's own search API) and POST /v1/search/open-webui (Open WebUI's "external"
+web search contract): the configured engines, cache, failover and the caller's budget, without a model."""
+
+from __future__ import annotations
+
+import logging
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from hub.errors import BadRequest, GatewayError
+from hub.search.base import (
+    BUDGET_EXHAUSTED,
+    INVALID_TOOL_INPUT,
+    QUERY_TOO_LONG,
+    TOO_MANY_REQUESTS,
+    SearchResult,
+)
+from hub.search.metered import MeteredSearch
+
+from .common import caller, expected_error, openai_error, read_json, runtime
+
+log = logging.getLogger("searchhub.search")
+
+
+class SearchBody(msgspec.Struct):
+    """The body of POST /v1/search; unknown fields are ignored."""
+
+    query: str
+    engine: str | None = None
+    count: int | None = None
+    recency: str | None = None
+    allowed_domains: list[str] = []
+    blocked_domains: list[str] = []
+    user_location: dict | None = None
+
+
+class OpenWebUIBody(msgspec.Struct):
+    """What Open WebUI's external web search engine posts: {"query", "count"}."""
+
+    query: str
+    count: int | None = None
+
+
+def decode(body: dict, kind: type[msgspec.Struct]):
+    try:
+        return msgspec.convert(body, kind)
+    except msgspec.ValidationError as e:
+        raise BadRequest(f"invalid search request: {e}") from None
+
+
+def metered(request: Request) -> MeteredSearch:
+    key, bill = caller(request)
+    return runtime(request).metered(key, bill)
+
+
+async def search(request: Request) -> Response:
+    try:
+        rt = runtime(request)
+        body = decode(await read_json(request, rt.config.server.max_body_bytes), SearchBody)
+        result = await metered(request).search(
+            body.query, engine=body.engine, count=body.count, recency=body.recency,
+            allowed_domains=body.allowed_domains, blocked_domains=body.blocked_domains,
+            user_location=body.user_location,
+        )
+        if not result.ok:
+            raise search_error(result, request)
+        return JSONResponse({"object": "search.result", **result.to_document(), "cost": result.cost})
+    except Exception as e:
+        if not expected_error(e):
+            log.exception("search failed")
+        return openai_error(e)
+
+
+async def open_webui_search(request: Request) -> Response:
+    try:
+        rt = runtime(request)
+        body = decode(await read_json(request, rt.config.server.max_body_bytes), OpenWebUIBody)
+        result = await metered(request).search(body.query, count=body.count)
+        if not result.ok:
+            raise search_error(result, request)
+        return JSONResponse([{"link": h.url, "title": h.title, "snippet": h.snippet} for h in result.hits])
+    except Exception as e:
+        if not expected_error(e):
+            log.exception("search failed")
+        return openai_error(e)
+
+
+def search_error(result: SearchResult, request: Request) -> GatewayError:
+    """A failed search as an HTTP error: the caller's mistake 400, a spent budget 429, the engines' 502/503."""
+    code = result.error_code
+    message = result.error or "search failed"
+    if code in (INVALID_TOOL_INPUT, QUERY_TOO_LONG):
+        return BadRequest(message, code=code)
+    if code == BUDGET_EXHAUSTED:
+        _, bill = caller(request)
+        retry = bill.denied.retry_after if bill.denied else 60
+        return GatewayError(message, status=429, type="rate_limit_error", code=code,
+                            headers={"retry-after": str(retry)})
+    message = f"search failed (engine {result.engine}): {message}"
+    if code == TOO_MANY_REQUESTS:
+        return GatewayError(message, status=503, code="search_rate_limited", headers={"retry-after": "5"})
+    return GatewayError(message, status=502, code="search_unavailable")
+
+
+routes = [
+    Route("/v1/search", search, methods=["POST"]),
+    Route("/v1/search/open-webui", open_webui_search, methods=["POST"]),
+]
