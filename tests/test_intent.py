@@ -220,7 +220,7 @@ def test_classify_is_fast() -> None:
 def test_pathological_texts_stay_fast(text: str) -> None:
     start = time.perf_counter()
     classify(text)
-    assert time.perf_counter() - start < 0.05  # ~1 ms measured; generous for a loaded CI box
+    assert time.perf_counter() - start < 0.5  # ~1 ms measured; a quadratic regex takes seconds; loaded CI boxes stall
 
 
 # --- properties ----------------------------------------------------------------------------
