@@ -18,10 +18,16 @@ from .backends import openai_compat
 from .backends.http import UpstreamError
 from .config import Provider, Target
 from .router import Router
+from .stream_watch import Opened, first_content, watched_batches, watched_chunks
 from .trace import Trace
 
 log = logging.getLogger("searchhub.dispatch")
 T = TypeVar("T")
+Body = dict | Callable[[Target], dict]  # a request body, or the body for each target as it is tried
+
+
+def _for(value, target: Target):
+    return value(target) if callable(value) else value
 
 
 @dataclass(slots=True)
@@ -122,25 +128,37 @@ class Dispatcher:
             return result, target
         raise AllTargetsFailed(route, attempts)
 
-    async def complete(self, route: str, candidates: tuple[Target, ...], body: dict,
+    async def complete(self, route: str, candidates: tuple[Target, ...], body: Body,
                        *, trace: Trace | None = None) -> tuple[dict, Target]:
+        """The first answer of the candidates; `body` may be decided per target."""
         retries = self.router.config.router.retries
         return await self.run(
-            route, candidates, lambda t: openai_compat.complete(self.client, t, body, retries=retries), trace=trace
+            route, candidates, lambda t: openai_compat.complete(self.client, t, _for(body, t), retries=retries),
+            trace=trace,
         )
 
     async def stream(
-        self, route: str, candidates: tuple[Target, ...], body: dict, *, raw: bool = False,
+        self, route: str, candidates: tuple[Target, ...], body: Body, *, raw: bool | Callable[[Target], bool] = False,
         trace: Trace | None = None,
     ) -> tuple[AsyncIterator, Target]:
-        """Fails over only while nothing reached the client: until the upstream answered 200."""
+        """Fails over while nothing reached the client: until the upstream's first content
+        (hub/stream_watch.py). `body` and `raw` (the `data:` payloads of each read instead of
+        decoded chunks) may be decided per target."""
         retries = self.router.config.router.retries
 
-        async def open_one(t: Target) -> AsyncIterator:
-            return await openai_compat.stream(self.client, t, body, retries=retries, raw=raw)
+        async def open_one(t: Target) -> Opened:
+            batches = await openai_compat.stream(self.client, t, _for(body, t), retries=retries, raw=True)
+            return await first_content(batches, t.provider)
 
-        it, target = await self.run(route, candidates, open_one, hold=True, trace=trace)
-        return self.held(it, target), target
+        opened, target = await self.run(route, candidates, open_one, hold=True, trace=trace)
+        provider = target.provider
+
+        def release() -> None:
+            self.gate.leave(provider)
+
+        if _for(raw, target):
+            return watched_batches(opened, release=release), target
+        return watched_chunks(opened, release=release), target
 
     async def held(self, it: AsyncIterator[T], target: Target) -> AsyncIterator[T]:
         """A stream opened with hold: it keeps its concurrency slot until it is consumed or closed."""

@@ -10,13 +10,13 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import metrics
 from .backends.normalize import StreamNormalizer, ToolCallAssembler, normalize_completion
-from .chain import ChainSession, Hidden, splice
+from .chain import ChainSession, ChainState, Hidden, splice
 from .citations import annotate, sources_from_content
-from .config import Config, Limits, Target
+from .config import Config, Limits, Provider, Target
 from .dispatch import Dispatcher
 from .errors import Unavailable
 from .events import Options, Outcome
@@ -29,7 +29,7 @@ from .router import Router
 from .side_requests import ClientTools, classify_side
 from .store import Store
 from .tools.base import ToolRequest, Transcript
-from .tools.keepalive import with_keepalive
+from .tools.keepalive import Feed, with_keepalive
 from .tools.registry import ServerTools
 from .trace import Trace
 
@@ -46,10 +46,31 @@ class Plan:
     served: frozenset[str] = frozenset()  # server tools serviced in this request; empty = a plain relay
     request: ToolRequest = ToolRequest()
     prior: tuple = ()  # numbered sources of spliced hidden calls
+    decision: Decision | None = None  # None: the target could not get the tools at all ...
+    ineligible: str | None = None  # ... for this reason
 
     @property
     def relay(self) -> bool:
         return not self.served
+
+
+@dataclass
+class Routing:
+    """A request's route, and what the request becomes for each candidate target: injection is
+    decided for a target when it is tried (its own policy and per-backend limits), so a commercial
+    fallback gets the client's request untouched and a self-hosted fallback gets the tools."""
+
+    route: str
+    candidates: tuple[Target, ...]
+    body: dict  # the client's request
+    opts: Options
+    session: ChainSession
+    messages: list[dict]  # after the chain's splice (the client's own when nothing was spliced)
+    state: ChainState | None = None
+    prior: tuple = ()
+    plans: dict[str, Plan] = field(default_factory=dict)  # by provider id
+    counted: bool = False  # the intent decision was counted in the metrics
+    side: bool | None = None  # a client's side request (hub/side_requests.py), once asked
 
 
 def add_usage(total: dict, usage: dict | None) -> None:
@@ -100,6 +121,8 @@ class Turn:
         self.first = True
         self.usage: dict = {}
         self.texts: list[str] = []
+        self.allow = self.state.tool_allowed()
+        self.opening = self.body(self.allow)  # the first round's request
 
     def body(self, allow: bool) -> dict:
         """The next round's request; without our tools when they are no longer allowed."""
@@ -125,13 +148,14 @@ class Turn:
         return b
 
     def served_to(self, target: Target) -> None:
-        """The next round re-invokes the target that answered (its cache holds the conversation)."""
+        """The next round re-invokes the target that answered (its cache holds the conversation);
+        the others that may take over are those that get the tools too."""
         self.candidates = (target, *(c for c in self.candidates if c is not target))
 
     def ours(self, call: dict) -> bool:
         return (call.get("function") or {}).get("name") in self.plan.served
 
-    async def after_round(self, text: str | None, ours: list[dict], their_ids: list[str], events: list | None) -> bool:
+    async def after_round(self, text: str | None, ours: list[dict], their_ids: list[str], events: Feed | None) -> bool:
         """Run our calls of a round; True when the model gets another round, False when the turn
         ends here (client calls in the same round: ours are hidden in the chain for the splice)."""
         log.info("round %d: %d server tool call(s)", self.state.rounds + 1, len(ours))
@@ -178,7 +202,8 @@ class Pipeline:
 
     # ------------------------------------------------------------ planning
 
-    async def plan(self, body: dict, opts: Options) -> Plan:
+    async def routing(self, body: dict, opts: Options) -> Routing:
+        """The route and its candidates; the chain's state when any candidate could get the tools."""
         ws = self.config.web_search
         thinking = bool(body.get("reasoning_effort")) and body.get("reasoning_effort") != "none"
         tokens = 0
@@ -187,44 +212,78 @@ class Pipeline:
         res = self.router.resolve(body.get("model"), prompt_tokens=tokens, thinking=thinking)
         if not res.candidates:
             raise Unavailable(f"route '{res.route}' has no targets")
-        provider = res.candidates[0].provider
         messages: list[dict] = body["messages"]
         session = ChainSession(self.store, ws.chain_ttl_s, opts.client_key, messages, opts.chain_id)
-        plan = Plan(res.route, res.candidates, body, ws.limits_for(provider.id), session)
+        routing = Routing(res.route, res.candidates, body, opts, session, messages)
         tr = opts.trace
         if tr is not None:
             tr.route = res.route
         if opts.hosted is not None and not ws.engines:
             log.warning("the client offered hosted web search, but no engine is configured "
                         "(webSearch.engines): answering without search")
-        if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search, hosted_fetch=opts.hosted_fetch):
-            if tr is not None:
-                tr.injected(False, ineligible_reason(ws, provider, opts.force_search), plan.limits.inject_policy)
-            return plan
-
-        state = None
-        if session.continues:
+        if session.continues and any(eligible(ws, t.provider, hosted=opts.hosted, force=opts.force_search,
+                                              hosted_fetch=opts.hosted_fetch) for t in res.candidates):
             chain_id_var.set(session.key[6:18])
             if tr is not None:
                 tr.chain = session.key[6:18]
-            state = await session.load()
-            if state and state.hidden:
-                messages = splice(messages, state)
-                plan.prior = tuple(s for h in state.hidden for r in h.results
-                                   for s in sources_from_content(r.get("content") or ""))
-        request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted,
-                             side=self._side_request(body, opts), hosted_fetch=opts.hosted_fetch)
-        decision = decide(ws, provider, request, state)
-        if decision.by_intent and decision.intent is not None:
+            routing.state = await session.load()
+            if routing.state and routing.state.hidden:
+                routing.messages = splice(messages, routing.state)
+                routing.prior = tuple(s for h in routing.state.hidden for r in h.results
+                                      for s in sources_from_content(r.get("content") or ""))
+        return routing
+
+    def plan(self, routing: Routing, provider: Provider) -> Plan:
+        """What the request becomes for one provider's targets (decided once per provider)."""
+        plan = routing.plans.get(provider.id)
+        if plan is None:
+            plan = routing.plans[provider.id] = self._plan(routing, provider)
+        return plan
+
+    def _plan(self, routing: Routing, provider: Provider) -> Plan:
+        ws = self.config.web_search
+        body, opts, messages = routing.body, routing.opts, routing.messages
+        plan = Plan(routing.route, routing.candidates, body, ws.limits_for(provider.id), routing.session)
+        if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search, hosted_fetch=opts.hosted_fetch):
+            plan.ineligible = ineligible_reason(ws, provider, opts.force_search)
+            return plan
+        plan.prior = routing.prior
+        if routing.side is None:  # once per request: it notes whether the client uses tools
+            routing.side = self._side_request(body, opts)
+        request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted, side=routing.side,
+                             hosted_fetch=opts.hosted_fetch)
+        decision = decide(ws, provider, request, routing.state)
+        if decision.by_intent and decision.intent is not None and not routing.counted:
+            routing.counted = True
             intent = decision.intent
             metrics.INTENT_DECISIONS.labels(intent.language or "none", intent.rule or "none",
                                             "search" if intent.search else "no").inc()
-        if tr is not None:
-            tr.decided(decision, plan.limits.inject_policy)
+        plan.decision = decision
         plan.body = self._inject(plan, body, messages, decision, opts, provider.id) if decision.inject else (
             body if messages is body["messages"] else {**body, "messages": messages})
-        if decision.inject:
-            metrics.WEB_SEARCH_INJECTIONS.labels(provider.type).inc()
+        return plan
+
+    def turn(self, routing: Routing, provider: Provider, turns: dict[str, Turn], *, stream: bool) -> Turn:
+        """The turn a target that gets the tools starts (one per provider); its later rounds may fail
+        over only to candidates that get the tools too (the conversation holds our calls)."""
+        turn = turns.get(provider.id)
+        if turn is None:
+            plan = self.plan(routing, provider)
+            plan.candidates = tuple(t for t in routing.candidates
+                                    if t.provider is provider or not self.plan(routing, t.provider).relay)
+            turn = turns[provider.id] = Turn(self, plan, stream=stream, trace=routing.opts.trace)
+        return turn
+
+    def committed(self, routing: Routing, target: Target, trace: Trace | None) -> Plan:
+        """The plan of the target that answered: its decision is the request's (trace, metrics)."""
+        plan = self.plan(routing, target.provider)
+        if trace is not None:
+            if plan.decision is None:
+                trace.injected(False, plan.ineligible or "", plan.limits.inject_policy)
+            else:
+                trace.decided(plan.decision, plan.limits.inject_policy)
+        if not plan.relay:
+            metrics.WEB_SEARCH_INJECTIONS.labels(target.provider.type).inc()
             metrics.SEARCH_MODE.labels("tool").inc()
         return plan
 
@@ -250,18 +309,23 @@ class Pipeline:
     # ------------------------------------------------------------ non-streaming
 
     async def complete(self, body: dict, opts: Options) -> Outcome:
-        plan = await self.plan(body, opts)
+        routing = await self.routing(body, opts)
+        turns: dict[str, Turn] = {}
+
+        def opening(target: Target) -> dict:
+            plan = self.plan(routing, target.provider)
+            return plan.body if plan.relay else self.turn(routing, target.provider, turns, stream=False).opening
+
+        resp, target = await self.dispatcher.complete(routing.route, routing.candidates, opening, trace=opts.trace)
+        plan = self.committed(routing, target, opts.trace)
         if plan.relay:
-            resp, target = await self.dispatcher.complete(plan.route, plan.candidates, plan.body, trace=opts.trace)
             if opts.trace is not None:
                 opts.trace.finish_answer(resp, self.config.trace.bodies, plan.body)
             return Outcome(normalize_completion(resp), target=target.key)
-        turn = Turn(self, plan, stream=False, trace=opts.trace)
+        turn = self.turn(routing, target.provider, turns, stream=False)
+        allow = turn.allow
         first_id = None
         while True:
-            allow = turn.state.tool_allowed()
-            resp, target = await self.dispatcher.complete(plan.route, turn.candidates, turn.body(allow),
-                                                          trace=turn.trace)
             turn.served_to(target)
             normalize_completion(resp)
             first_id = first_id or resp.get("id")
@@ -276,6 +340,9 @@ class Pipeline:
             if not ours or not allow or not await turn.after_round(msg.get("content"), ours,
                                                                    [c.get("id") for c in theirs], None):
                 break
+            allow = turn.state.tool_allowed()
+            resp, target = await self.dispatcher.complete(routing.route, turn.candidates, turn.body(allow),
+                                                          trace=turn.trace)
         finish = final_finish(choice.get("finish_reason"), bool(theirs))
         content = joined(turn.texts)
         out_msg: dict = {"role": "assistant", "content": content or None}
@@ -296,20 +363,25 @@ class Pipeline:
     # ------------------------------------------------------------ streaming
 
     async def stream(self, body: dict, opts: Options) -> AsyncIterator:
-        """Opens the first upstream stream before returning, so routing errors surface as HTTP errors."""
-        plan = await self.plan(body, opts)
-        if plan.relay:
-            if opts.frames:  # the encoder takes pre-framed chat SSE: the fast path
-                it, target = await self.dispatcher.stream(plan.route, plan.candidates, plan.body, raw=True,
-                                                          trace=opts.trace)
-                return relay_sse(it, target)
-            it, _ = await self.dispatcher.stream(plan.route, plan.candidates, plan.body, trace=opts.trace)
-            return relay_chunks(it)
-        turn = Turn(self, plan, stream=True, trace=opts.trace)
-        allow = turn.state.tool_allowed()
-        it, target = await self.dispatcher.stream(plan.route, turn.candidates, turn.body(allow), trace=turn.trace)
+        """Opens the first upstream stream (up to its first content) before returning, so routing
+        errors and targets that all fail surface as HTTP errors."""
+        routing = await self.routing(body, opts)
+        turns: dict[str, Turn] = {}
+
+        def opening(target: Target) -> dict:
+            plan = self.plan(routing, target.provider)
+            return plan.body if plan.relay else self.turn(routing, target.provider, turns, stream=True).opening
+
+        def raw(target: Target) -> bool:  # the encoder takes pre-framed chat SSE: the fast path
+            return opts.frames and self.plan(routing, target.provider).relay
+
+        it, target = await self.dispatcher.stream(routing.route, routing.candidates, opening, raw=raw,
+                                                  trace=opts.trace)
+        if self.committed(routing, target, opts.trace).relay:
+            return relay_sse(it, target) if opts.frames else relay_chunks(it)
+        turn = self.turn(routing, target.provider, turns, stream=True)
         turn.served_to(target)
-        return StreamDriver(turn, self.config.web_search.keepalive_s).run(it, target, allow)
+        return StreamDriver(turn, self.config.web_search.keepalive_s).run(it, target, turn.allow)
 
 
 class StreamDriver:
@@ -339,7 +411,7 @@ class StreamDriver:
                 our_calls = ours.calls()
                 if not our_calls or not allow:
                     break
-                events: list = []
+                events = Feed()
                 task = asyncio.ensure_future(turn.after_round("".join(round_text), our_calls, self.their_ids, events))
                 async for item in with_keepalive(task, events, self.keepalive_s):
                     yield item

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from hub.events import Frames, Keepalive
+from hub.events import Frames, Keepalive, ToolStarted
 from hub.protocols.chat_request import validate_chat
 
 from .common import (
@@ -62,6 +62,8 @@ async def encode_stream(items: AsyncGenerator, include_usage: bool) -> AsyncIter
                 yield b"data: " + _encode(item) + b"\n\n"
             elif isinstance(item, Keepalive):
                 yield b": keepalive\n\n"
+            elif isinstance(item, ToolStarted):  # chat has no event for it: a comment says work began
+                yield b": " + item.call.HOSTED.anthropic_name.encode() + b" started\n\n"
     except Exception as e:
         if not expected_error(e):
             log.exception("stream failed")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from .. import native_stream
 from ..config import Target
 from ..dispatch import Dispatcher
 from ..router import Resolution
@@ -75,14 +76,15 @@ async def forward(client: httpx.AsyncClient, dispatcher: Dispatcher, resolution:
     async def call(target: Target):
         out = {**body, "model": target.model}
         url, headers = url_for(target, fwd), headers_for(target, fwd)
-        if fwd.stream:
-            return await open_sse(client, target.provider, url, out, headers)
+        if fwd.stream:  # committed only at the first content (hub/native_stream.py)
+            resp = await open_sse(client, target.provider, url, out, headers)
+            return await native_stream.first_content(_raw(resp), target.provider.type)
         return await post_json(client, target.provider, url, out, headers)
 
     result, target = await dispatcher.run(resolution.route, resolution.candidates, call, hold=fwd.stream)
     if not fwd.stream:
         return result
-    return dispatcher.held(_raw(result), target)
+    return dispatcher.held(native_stream.watched(result), target)
 
 
 async def _raw(resp: httpx.Response) -> AsyncIterator[bytes]:

@@ -23,7 +23,7 @@ from ..ids import random_alnum
 from ..search import render
 from ..search.base import INVALID_TOOL_INPUT, failure
 from .base import HostedSearch, ToolRequest
-from .keepalive import with_keepalive
+from .keepalive import Feed, with_keepalive
 from .web_search import SearchCall, WebSearch
 
 log = logging.getLogger("searchhub.claude_code")
@@ -136,7 +136,7 @@ class SearchExecution:
 
     async def stream(self) -> AsyncIterator:
         yield ToolStarted(self.call)
-        async for item in with_keepalive(asyncio.ensure_future(self._search()), [], self.config.keepalive_s):
+        async for item in with_keepalive(asyncio.ensure_future(self._search()), Feed(), self.config.keepalive_s):
             yield item
         yield ToolFinished(self.call)
         text = self._digest()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -74,6 +75,7 @@ class Recorded:
     params: dict[str, str]
     json: Any
     body: bytes
+    at: float = field(default_factory=time.monotonic)  # when the request arrived
 
 
 @dataclass

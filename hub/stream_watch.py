@@ -1,0 +1,140 @@
+"""An upstream chat stream counts as answered at its first content and as complete at its finish.
+
+Until the first content (text, reasoning, a tool call or a finish reason) nothing has reached the
+client, so a stream that closes, breaks, sends an error chunk, sends a body without `data:` events
+(a 200 HTML page) or no events at all is a failed attempt the dispatcher fails over from. After it,
+a stream that ends without a finish reason and without `[DONE]` raises: the client gets an error
+event, not a truncated answer presented as complete.
+
+Works on the `data:` payloads of each network read (hub/backends/http.py `sse_batches`), so the
+relay can forward them undecoded; only the payloads before the first content, and the last reads
+of a stream that ended without `[DONE]`, are decoded here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass
+
+from .backends.http import UpstreamError
+from .backends.openai_compat import decode_chunk
+from .config import Provider
+
+DONE = b"[DONE]"
+HEAD_LIMIT = 1 << 20  # bytes held before the first content, at most
+
+
+@dataclass(slots=True)
+class Opened:
+    """A stream whose first content arrived: the reads so far, and the rest of the stream."""
+
+    head: list[list[bytes]]
+    rest: AsyncIterator[list[bytes]]
+    provider: Provider
+
+
+def has_content(chunk: dict) -> bool:
+    choices = chunk.get("choices")
+    if not isinstance(choices, list):
+        return False
+    for choice in choices:
+        if not isinstance(choice, dict):
+            continue
+        if choice.get("finish_reason"):
+            return True
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and any(delta.get(k) for k in ("content", "reasoning_content", "reasoning",
+                                                                   "tool_calls", "refusal")):
+            return True
+    return False
+
+
+async def first_content(batches: AsyncIterator[list[bytes]], provider: Provider) -> Opened:
+    """Read until the first content; anything else first is a retryable UpstreamError (and the
+    upstream response is closed)."""
+    head: list[list[bytes]] = []
+    size = 0
+    try:
+        async for batch in batches:
+            head.append(batch)
+            size += sum(len(d) for d in batch)
+            if size > HEAD_LIMIT:
+                raise UpstreamError("upstream sent over 1 MiB before any content", status=502)
+            for data in batch:
+                if data == DONE:
+                    raise UpstreamError("upstream stream ended before any content", status=502)
+                if not data:
+                    continue
+                try:
+                    chunk = decode_chunk(data, provider)
+                except UpstreamError as e:  # an error chunk or garbage before any content: try the next
+                    raise UpstreamError(e.reason, status=e.status or 502) from None
+                if chunk is not None and has_content(chunk):
+                    return Opened(head, batches, provider)
+        raise UpstreamError("upstream stream ended before any content", status=502)
+    except BaseException:
+        await batches.aclose()
+        raise
+
+
+def _finished(batches: tuple[list[bytes], ...], provider: Provider) -> bool:
+    """Did these reads carry a finish reason? (Only asked of the last reads of a stream without [DONE].)"""
+    for batch in batches:
+        for data in batch:
+            try:
+                chunk = decode_chunk(data, provider) if data else None
+            except UpstreamError:
+                continue
+            choices = chunk.get("choices") if chunk else None
+            if isinstance(choices, list) and any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
+                return True
+    return False
+
+
+async def watched_batches(opened: Opened, *, check_end: bool = True,
+                          release: Callable[[], None] | None = None) -> AsyncIterator[list[bytes]]:
+    """The stream's reads, the first ones again; ends after `[DONE]`; with check_end, raises when
+    it ended without `[DONE]` and without a finish reason in its last reads. `release` runs when
+    the stream is done with (the dispatcher's concurrency slot)."""
+    prev: list[bytes] = []
+    cur: list[bytes] = []
+    try:
+        async with aclosing(opened.rest) as rest:
+            for batch in opened.head:
+                yield batch
+                if DONE in batch:
+                    return
+                prev, cur = cur, batch
+            async for batch in rest:
+                yield batch
+                if DONE in batch:
+                    return
+                prev, cur = cur, batch
+        if check_end and not _finished((prev, cur), opened.provider):
+            raise _unfinished()
+    finally:
+        if release is not None:
+            release()
+
+
+async def watched_chunks(opened: Opened, *, release: Callable[[], None] | None = None) -> AsyncIterator[dict]:
+    """The stream as decoded chunks; ends at `[DONE]`; raises when it ended without a finish."""
+    finished = False
+    async with aclosing(watched_batches(opened, check_end=False, release=release)) as batches:
+        async for batch in batches:
+            for data in batch:
+                if data == DONE:
+                    return
+                if data and (chunk := decode_chunk(data, opened.provider)) is not None:
+                    if not finished:
+                        choices = chunk.get("choices")
+                        finished = isinstance(choices, list) and any(
+                            isinstance(c, dict) and c.get("finish_reason") for c in choices)
+                    yield chunk
+    if not finished:
+        raise _unfinished()
+
+
+def _unfinished() -> UpstreamError:
+    return UpstreamError("the upstream stream ended without finishing", status=502, retryable=False)

@@ -1,0 +1,178 @@
+"""The stream watchers on hostile input: hub/stream_watch.py (chat `data:` payloads, per network
+read) and hub/native_stream.py (a provider's own SSE bytes). However a good stream is cut into
+reads it is relayed unchanged and judged complete; whatever bytes come first, the only failure is
+an UpstreamError and the upstream is closed; a stream cut after its content raises at its end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hub import native_stream, stream_watch
+from hub.backends.http import UpstreamError
+from hub.config import Provider
+
+from .fakes.broken_stream import ANSWERS
+
+PROVIDER = Provider(id="p", type="vllm", base_url="http://127.0.0.1:9/v1")
+
+
+class Source:
+    """An upstream's reads, recording whether the watcher closed it."""
+
+    def __init__(self, reads: list) -> None:
+        self.reads = reads
+        self.closed = False
+
+    async def _gen(self) -> AsyncIterator:
+        try:
+            for r in self.reads:
+                yield r
+        finally:
+            self.closed = True
+
+    def __call__(self) -> AsyncIterator:
+        return self._gen()
+
+
+def chunk(delta: dict, finish: str | None = None) -> bytes:
+    return json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).encode()
+
+
+GOOD = [chunk({"role": "assistant", "content": ""}), chunk({"content": "Hello"}), chunk({"content": " there"}),
+        chunk({}, "stop"), json.dumps({"id": "c", "choices": [], "usage": {"total_tokens": 3}}).encode(), b"[DONE]"]
+
+
+def split(items: list, cuts: list[int]) -> list[list]:
+    points = sorted({c % (len(items) + 1) for c in cuts} | {0, len(items)})
+    return [items[a:b] for a, b in zip(points, points[1:], strict=False) if items[a:b]]
+
+
+async def drain(it: AsyncIterator) -> list:
+    return [x async for x in it]
+
+
+@settings(max_examples=60, deadline=None)
+@given(cuts=st.lists(st.integers(0, 20), max_size=6), no_done=st.booleans())
+def test_a_good_chat_stream_passes_however_it_is_read(cuts, no_done) -> None:
+    payloads = GOOD[:-1] if no_done else GOOD  # a finish reason alone also ends a stream properly
+    batches = split(payloads, cuts)
+
+    async def run() -> tuple[list, list]:
+        opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
+        relayed = await drain(stream_watch.watched_batches(opened))
+        opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
+        chunks = await drain(stream_watch.watched_chunks(opened))
+        return relayed, chunks
+
+    relayed, chunks = asyncio.run(run())
+    assert [p for b in relayed for p in b] == payloads
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices")) == "Hello there"
+
+
+@settings(max_examples=60, deadline=None)
+@given(cuts=st.lists(st.integers(0, 20), max_size=4), end=st.integers(2, 3))
+def test_a_chat_stream_cut_after_content_raises_at_its_end(cuts, end) -> None:
+    batches = split(GOOD[:end], cuts)  # content, but neither a finish reason nor [DONE]
+
+    async def run(watch) -> None:
+        opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
+        await drain(watch(opened))
+
+    for watch in (stream_watch.watched_batches, stream_watch.watched_chunks):
+        try:
+            asyncio.run(run(watch))
+        except UpstreamError as e:
+            assert not e.retryable
+        else:
+            raise AssertionError("a cut stream passed as complete")
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches=st.lists(st.lists(st.one_of(st.binary(max_size=40), st.sampled_from(GOOD + [b"", b"{}", b"[]",
+                                                                                          b'{"error": 1}'])),
+                                         max_size=4), max_size=5))
+def test_any_chat_payloads_either_open_or_fail_cleanly(batches) -> None:
+    source = Source(batches)
+
+    async def run() -> None:
+        try:
+            opened = await stream_watch.first_content(source(), PROVIDER)
+        except UpstreamError as e:
+            assert e.retryable  # nothing reached the client: the dispatcher fails over
+            assert source.closed
+            return
+        try:
+            await drain(stream_watch.watched_chunks(opened))
+        except UpstreamError:
+            pass
+
+    asyncio.run(run())
+
+
+NATIVE_GOOD = {"anthropic": ANSWERS["anthropic_ok"].split(b"\r\n\r\n", 1)[1],
+               "openai": ANSWERS["responses_ok"].split(b"\r\n\r\n", 1)[1]}
+NATIVE_CUT = {"anthropic": ANSWERS["anthropic_cut"].split(b"\r\n\r\n", 1)[1],
+              "openai": ANSWERS["responses_cut"].split(b"\r\n\r\n", 1)[1]}
+
+
+def cut_bytes(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in zip(points, points[1:], strict=False) if data[a:b]]
+
+
+@settings(max_examples=80, deadline=None)
+@given(kind=st.sampled_from(["anthropic", "openai"]), cuts=st.lists(st.integers(0, 4000), max_size=12))
+def test_a_good_native_stream_passes_however_it_is_read(kind, cuts) -> None:
+    reads = cut_bytes(NATIVE_GOOD[kind], cuts)
+
+    async def run() -> bytes:
+        opened = await native_stream.first_content(Source(reads)(), kind)
+        return b"".join(await drain(native_stream.watched(opened)))
+
+    assert asyncio.run(run()) == NATIVE_GOOD[kind]
+
+
+@settings(max_examples=80, deadline=None)
+@given(kind=st.sampled_from(["anthropic", "openai"]), cuts=st.lists(st.integers(0, 4000), max_size=12))
+def test_a_native_stream_cut_after_content_raises_at_its_end(kind, cuts) -> None:
+    reads = cut_bytes(NATIVE_CUT[kind], cuts)
+
+    async def run() -> None:
+        opened = await native_stream.first_content(Source(reads)(), kind)
+        await drain(native_stream.watched(opened))
+
+    try:
+        asyncio.run(run())
+    except UpstreamError as e:
+        assert not e.retryable
+    else:
+        raise AssertionError("a cut stream passed as complete")
+
+
+@settings(max_examples=150, deadline=None)
+@given(kind=st.sampled_from(["anthropic", "openai"]),
+       reads=st.lists(st.one_of(st.binary(max_size=60), st.sampled_from([
+           b"event: error\n", b"event: message_start\ndata: {}\n\n", b"data: {\"type\": \"error\"}\n\n",
+           b"event: content_block_start\n", b"data: [1,2]\n", b"\n", b"event: response.failed\n"])), max_size=8))
+def test_any_native_bytes_either_open_or_fail_cleanly(kind, reads) -> None:
+    source = Source(reads)
+
+    async def run() -> None:
+        try:
+            opened = await native_stream.first_content(source(), kind)
+        except UpstreamError as e:
+            assert e.retryable
+            assert source.closed
+            return
+        try:
+            await drain(native_stream.watched(opened))
+        except UpstreamError:
+            pass
+
+    asyncio.run(run())
