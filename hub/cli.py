@@ -121,7 +121,7 @@ def _classify(args: argparse.Namespace) -> int:
     rules: tuple = ()
     tool_name = "web_search"
     if args.config:  # operator rules and the tool name; without --config the built-in rules only
-        cfg = cfgmod.load_or_report(args.config)
+        cfg = load_config(args.config)
         if cfg is None:
             return 1
         rules, tool_name = cfg.web_search.side_requests.rules, cfg.web_search.tool_name
