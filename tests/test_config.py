@@ -201,7 +201,9 @@ def test_defaults_come_from_the_schema_once() -> None:
     assert cfg.server.port == schema()["properties"]["server"]["properties"]["port"]["default"]
     assert cfg.web_search.keepalive_s * 1000 == ws_schema["keepaliveMs"]["default"]
     assert cfg.router.routes["default"][0].priority == schema()["$defs"]["pool"]["properties"]["priority"]["default"]
-    assert cfg.state == {"backend": "memory", "keyPrefix": "searchhub:", "timeoutMs": 250}
+    state_props = schema()["properties"]["state"]["properties"]
+    assert cfg.state == {k: v["default"] for k, v in state_props.items() if "default" in v}
+    assert cfg.state["backend"] == "memory" and cfg.state["keyPrefix"] == "searchhub:"
     local = cfg.web_search.limits_for("local")  # an override inherits what it leaves out
     assert (local.max_consecutive_errors, local.max_tool_iterations) == (7, 3)
     assert with_defaults({"server": {"port": 1}})["server"]["port"] == 1  # a value given wins
