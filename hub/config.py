@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -39,13 +39,13 @@ class Provider:
     id: str
     type: str
     base_url: str
-    api_key: str | None = field(default=None, repr=False)
-    headers: dict[str, str] = field(default_factory=dict, repr=False)
-    timeout_s: float = 600.0
-    connect_timeout_s: float = 5.0
-    self_hosted: bool = True
-    max_concurrency: int | None = None
-    proxy: str | None = field(default=None, repr=False)  # None: the environment's; "direct": none
+    api_key: str | None = field(repr=False)
+    headers: dict[str, str] = field(repr=False)
+    timeout_s: float
+    connect_timeout_s: float
+    self_hosted: bool
+    max_concurrency: int | None
+    proxy: str | None = field(repr=False)  # None: the environment's; "direct": none
 
     def masked(self) -> dict:
         return {
@@ -117,8 +117,8 @@ class WebSearchConfig:
     chain_ttl_s: float
     fallback: bool
     exec_summary: str
-    keepalive_s: float = 5.0
-    baidu_preference: str = "google"  # what `百度一下` narrows the engines to: "google" or "baidu"
+    keepalive_s: float
+    baidu_preference: str  # what `百度一下` narrows the engines to: "google" or "baidu"
     side_requests: SideConfig = field(default_factory=SideConfig)
 
     def limits_for(self, provider_id: str) -> Limits:
@@ -134,14 +134,14 @@ class WebSearchConfig:
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
-    host: str = "127.0.0.1"
-    port: int = 8787
-    api_keys: tuple[ApiKey, ...] = field(default=(), repr=False)
-    admin_keys: tuple[ApiKey, ...] = field(default=(), repr=False)
-    max_body_bytes: int = 8 * 1024 * 1024
-    log_level: str = "info"
-    reload_interval_s: float = 1.0
-    shutdown_grace_s: float = 30.0
+    host: str
+    port: int
+    api_keys: tuple[ApiKey, ...] = field(repr=False)
+    admin_keys: tuple[ApiKey, ...] = field(repr=False)
+    max_body_bytes: int
+    log_level: str
+    reload_interval_s: float
+    shutdown_grace_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,6 +374,36 @@ def _describe(err: jsonschema.ValidationError) -> str:
     return err.message
 
 
+def with_defaults(node: Any, sch: dict | None = None) -> Any:
+    """The config with every default engines.schema.json declares filled in: the one place defaults
+    live. A missing section whose properties have defaults becomes an object of its defaults."""
+    sch = _resolved(schema() if sch is None else sch)
+    if isinstance(node, dict):
+        props = sch.get("properties", {})
+        out = dict(node)
+        for key, sub in props.items():
+            sub = _resolved(sub)
+            if key in out:
+                out[key] = with_defaults(out[key], sub)
+            elif "default" in sub:
+                out[key] = copy.deepcopy(sub["default"])
+            elif any("default" in p for p in sub.get("properties", {}).values()):
+                out[key] = with_defaults({}, sub)
+        extra = sch.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in out.keys() - props.keys():
+                out[key] = with_defaults(out[key], extra)
+        return out
+    if isinstance(node, list) and isinstance(sch.get("items"), dict):
+        return [with_defaults(item, sch["items"]) for item in node]
+    return node
+
+
+def _resolved(sch: dict) -> dict:
+    ref = sch.get("$ref")
+    return schema()["$defs"][ref.rsplit("/", 1)[-1]] if ref else sch
+
+
 def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(["(root): must be a JSON object"])
@@ -382,20 +412,21 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
     errors = env_errors + _schema_errors(raw)
     if errors:
         raise ConfigError(errors)
+    raw = with_defaults(raw)
 
-    srv = raw.get("server", {})
+    srv = raw["server"]
     names = [e["name"] for e in srv.get("apiKeys", ()) if isinstance(e, dict)]
     for name in sorted({n for n in names if names.count(n) > 1}):
         errors.append(f"server.apiKeys: the name '{name}' is used by more than one key")
     server = ServerConfig(
-        host=srv.get("host", "127.0.0.1"),
-        port=srv.get("port", 8787),
+        host=srv["host"],
+        port=srv["port"],
         api_keys=parse_keys(srv.get("apiKeys", ())),
         admin_keys=parse_keys(srv.get("adminKeys", ()), "adminKeys"),
-        max_body_bytes=srv.get("maxBodyBytes", 8 * 1024 * 1024),
-        log_level=srv.get("logLevel", "info"),
-        reload_interval_s=srv.get("reloadIntervalMs", 1000) / 1000,
-        shutdown_grace_s=srv.get("shutdownGraceMs", 30000) / 1000,
+        max_body_bytes=srv["maxBodyBytes"],
+        log_level=srv["logLevel"],
+        reload_interval_s=srv["reloadIntervalMs"] / 1000,
+        shutdown_grace_s=srv["shutdownGraceMs"] / 1000,
     )
 
     providers: dict[str, Provider] = {}
@@ -406,8 +437,8 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
             base_url=p["baseURL"].rstrip("/"),
             api_key=p.get("apiKey") or None,
             headers=dict(p.get("headers", {})),
-            timeout_s=p.get("timeoutMs", 600000) / 1000,
-            connect_timeout_s=p.get("connectTimeoutMs", 5000) / 1000,
+            timeout_s=p["timeoutMs"] / 1000,
+            connect_timeout_s=p["connectTimeoutMs"] / 1000,
             self_hosted=p.get("selfHosted", p["type"] in SELF_HOSTED_TYPES),
             max_concurrency=p.get("maxConcurrency"),
             proxy=_proxy(p.get("proxy"), f"providers.{pid}.proxy", errors),
@@ -428,22 +459,21 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
                     )
                     continue
                 targets.append(Target(key, providers[pid], model))
-            built.append(Pool(pool.get("id", f"{route}-{i}"), pool.get("priority", 100), tuple(targets)))
+            built.append(Pool(pool.get("id", f"{route}-{i}"), pool["priority"], tuple(targets)))
         # Stable sort: equal priorities keep file order.
         routes[route] = tuple(sorted(built, key=lambda p: -p.priority))
     router = RouterConfig(
         routes=routes,
-        cooldown_s=vr.get("cooldownMs", 30000) / 1000,
-        retries=vr.get("retries", 1),
-        long_context_threshold=vr.get("longContextThresholdTokens", 60000),
-        background_patterns=tuple(s.lower() for s in vr.get("backgroundModelPatterns", ["haiku"])),
+        cooldown_s=vr["cooldownMs"] / 1000,
+        retries=vr["retries"],
+        long_context_threshold=vr["longContextThresholdTokens"],
+        background_patterns=tuple(s.lower() for s in vr["backgroundModelPatterns"]),
     )
 
-    web_search = _build_web_search(raw.get("webSearch", {}), providers, routes, errors)
+    web_search = _build_web_search(raw["webSearch"], providers, routes, errors)
 
     aliases = raw.get("modelAliases", {})
-    state = dict(raw.get("state", {"backend": "memory"}))
-    state.setdefault("backend", "memory")
+    state = dict(raw["state"])
     if errors:
         raise ConfigError(errors)
     return Config(
@@ -454,40 +484,43 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
         web_search=web_search,
         model_aliases=aliases,
         state=state,
-        responses_ttl_s=raw.get("responses", {}).get("storeTtlMs", 86400000) / 1000,
-        trace=_trace(raw.get("trace", {})),
-        telemetry=_telemetry(raw.get("telemetry", {})),
+        responses_ttl_s=raw["responses"]["storeTtlMs"] / 1000,
+        trace=_trace(raw["trace"]),
+        telemetry=_telemetry(raw["telemetry"]),
     )
 
 
 def _trace(d: dict) -> TraceConfig:
     return TraceConfig(
-        enabled=d.get("enabled", True),
-        ring_size=d.get("ringSize", 2000),
-        sample_rate=float(d.get("sampleRate", 1.0)),
-        bodies=d.get("bodies", False),
-        store_ttl_s=d.get("storeTtlMs", 3600000) / 1000,
+        enabled=d["enabled"],
+        ring_size=d["ringSize"],
+        sample_rate=float(d["sampleRate"]),
+        bodies=d["bodies"],
+        store_ttl_s=d["storeTtlMs"] / 1000,
     )
 
 
 def _telemetry(d: dict) -> TelemetryConfig:
     return TelemetryConfig(otlp_endpoint=d.get("otlpEndpoint") or None,
-                           service_name=d.get("serviceName", "searchhub"), headers=dict(d.get("headers", {})))
+                           service_name=d["serviceName"], headers=dict(d.get("headers", {})))
 
 
 def _limits(d: dict, base: Limits | None) -> Limits:
-    def get(key: str, attr: str, default: Any, scale: float = 1) -> Any:
+    """webSearch's limits (defaults filled in), or a perBackend override of them: what the override
+    leaves out it inherits from `base`."""
+
+    def get(key: str, attr: str, scale: float = 1) -> Any:
         if key in d:
             return d[key] / scale if scale != 1 else d[key]
-        return getattr(base, attr) if base else default
+        return getattr(base, attr)
 
     return Limits(
-        enabled=get("enabled", "enabled", True),
-        inject_policy=get("injectPolicy", "inject_policy", "selective"),
-        max_tool_iterations=get("maxToolIterations", "max_tool_iterations", 5),
-        loop_wall_clock_s=get("loopWallClockMs", "loop_wall_clock_s", 60.0, 1000),
-        max_total_result_bytes=get("maxTotalResultBytes", "max_total_result_bytes", 32768),
-        max_consecutive_errors=get("maxConsecutiveErrors", "max_consecutive_errors", 2),
+        enabled=get("enabled", "enabled"),
+        inject_policy=get("injectPolicy", "inject_policy"),
+        max_tool_iterations=get("maxToolIterations", "max_tool_iterations"),
+        loop_wall_clock_s=get("loopWallClockMs", "loop_wall_clock_s", 1000),
+        max_total_result_bytes=get("maxTotalResultBytes", "max_total_result_bytes"),
+        max_consecutive_errors=get("maxConsecutiveErrors", "max_consecutive_errors"),
     )
 
 
@@ -546,7 +579,7 @@ def _build_web_search(
             EngineConfig(
                 id=e["id"],
                 description=e.get("description", ""),
-                default=bool(e.get("default")),
+                default=e["default"],
                 google=bool(google),
                 provider_key=pk,
                 type=e.get("type"),
@@ -574,20 +607,20 @@ def _build_web_search(
             continue
         per_backend[pid] = _limits(override, limits)
     return WebSearchConfig(
-        enabled=ws.get("enabled", True),
+        enabled=ws["enabled"],
         engines=tuple(engines),
-        tool_name=ws.get("toolName", "web_search"),
+        tool_name=ws["toolName"],
         limits=limits,
         per_backend=per_backend,
-        result_char_cap=ws.get("resultCharCap", 4000),
-        max_results=ws.get("maxResults", 5),
-        timeout_s=ws.get("timeoutMs", 8000) / 1000,
-        cache_ttl_s=ws.get("cacheTtlMs", 600000) / 1000,
-        chain_ttl_s=ws.get("chainTtlMs", 3600000) / 1000,
-        fallback=ws.get("fallback", False),
-        exec_summary=ws.get("execSummary", "digest"),
-        keepalive_s=ws.get("keepaliveMs", 5000) / 1000,
-        baidu_preference=ws.get("baiduPreference", "google"),
+        result_char_cap=ws["resultCharCap"],
+        max_results=ws["maxResults"],
+        timeout_s=ws["timeoutMs"] / 1000,
+        cache_ttl_s=ws["cacheTtlMs"] / 1000,
+        chain_ttl_s=ws["chainTtlMs"] / 1000,
+        fallback=ws["fallback"],
+        exec_summary=ws["execSummary"],
+        keepalive_s=ws["keepaliveMs"] / 1000,
+        baidu_preference=ws["baiduPreference"],
         side_requests=compile_side_config(ws.get("sideRequests"), errors),
     )
 
@@ -609,17 +642,6 @@ def _check_members(engines: list[EngineConfig], errors: list[str]) -> None:
                 errors.append(f"{where}: '{m}' is a multi engine itself")
         if len(set(e.members)) != len(e.members):
             errors.append(f"{where}: an engine is listed twice")
-
-
-def load_or_report(path: str) -> Config | None:
-    """For the CLI: the config, or None after printing every error (with its JSON path) to stderr."""
-    try:
-        return load(path)
-    except ConfigError as e:
-        print(f"{path}: invalid configuration", file=sys.stderr)
-        for err in e.errors:
-            print(f"  {err}", file=sys.stderr)
-        return None
 
 
 def config_path(cli_value: str | None) -> str:

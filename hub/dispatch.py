@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -163,8 +162,8 @@ class Dispatcher:
     async def held(self, it: AsyncIterator[T], target: Target) -> AsyncIterator[T]:
         """A stream opened with hold: it keeps its concurrency slot until it is consumed or closed."""
         try:
-            async with aclosing(it):
-                async for chunk in it:
-                    yield chunk
+            async for chunk in it:
+                yield chunk
         finally:
             self.gate.leave(target.provider)
+            await it.aclose()

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from hub.events import Frames, Keepalive, ToolStarted
+from hub.events import Keepalive, ToolStarted
 from hub.protocols.chat_request import validate_chat
 
 from .common import (
@@ -52,8 +52,8 @@ async def chat_completions(request: Request) -> Response:
 async def encode_stream(items: AsyncGenerator, include_usage: bool) -> AsyncIterator[bytes]:
     try:
         async for item in items:
-            if isinstance(item, Frames):  # already framed by the relay
-                yield item.data
+            if isinstance(item, bytes):  # already framed by the relay
+                yield item
             elif isinstance(item, dict):
                 if not item.get("choices") and "usage" in item and not include_usage:
                     continue

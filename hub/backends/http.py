@@ -12,6 +12,7 @@ import httpx
 import msgspec
 
 from ..config import Provider
+from ..redaction import redact_bytes
 from .proxy import ProxyPolicy
 from .transport import PROXY_EXTENSION, LeanAiohttpTransport, UpstreamClient
 
@@ -84,10 +85,9 @@ def _status_error(status: int, body: bytes, headers: httpx.Headers, provider: Pr
 def redacted(body: bytes, provider: Provider) -> bytes:
     """An error body without the credentials we sent: some services quote a rejected key back, and a
     4xx body is relayed to the client as it is."""
-    for secret in (provider.api_key, *provider.headers.values()):
-        if secret and len(secret) >= 8:  # shorter values are not keys, and would match ordinary text
-            body = body.replace(secret.encode(), b"****")  # the mask search errors and `check` use
-    return body
+    # shorter values are not keys, and would match ordinary text; so would fragments of header values
+    secrets = [s for s in (provider.api_key, *provider.headers.values()) if s and len(s) >= 8]
+    return redact_bytes(body, secrets, fragments=False) if secrets else body
 
 
 def _transport_error(e: Exception) -> UpstreamError:
