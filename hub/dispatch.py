@@ -15,7 +15,7 @@ from . import metrics
 from .activity import Activity
 from .backends import openai_compat
 from .backends.http import UpstreamError
-from .config import Provider, Target
+from .settings import Provider, Target
 from .router import Router
 from .stream_watch import Opened, first_content, watched_batches, watched_chunks
 from .trace import Trace

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .chain import ChainState
 from .client_search import client_web_search
-from .config import Limits, Provider, WebSearchConfig
+from .settings import Limits, Provider, WebSearchConfig
 from .intent import Intent, classify, latest_user_text
 from .tools.base import HostedSearch
 

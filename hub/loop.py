@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from . import metrics
 from .citations import Source
-from .config import Limits
+from .settings import Limits
 from .events import ToolFinished, ToolStarted
 from .search.render import error_text
 from .tools.arguments import ArgumentError

@@ -16,7 +16,7 @@ from . import metrics
 from .backends.normalize import StreamNormalizer, ToolCallAssembler, normalize_completion
 from .chain import ChainSession, ChainState, Hidden, splice
 from .citations import annotate, sources_from_content
-from .config import Config, Limits, Provider, Target
+from .settings import Config, Limits, Provider, Target
 from .dispatch import Dispatcher
 from .errors import Unavailable
 from .events import Options, Outcome

@@ -8,7 +8,7 @@ import msgspec
 
 from .backends.normalize import StreamNormalizer
 from .backends.openai_compat import decode_chunk
-from .config import Target
+from .settings import Target
 
 _encode = msgspec.json.encode
 

@@ -4,7 +4,7 @@ figures, the activity series. A pure function of the parts it reads; no secrets 
 from __future__ import annotations
 
 from .activity import Activity
-from .config import Config
+from .settings import Config
 from .dispatch import Gate
 from .router import Cooldowns
 

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 import httpx
 import msgspec
 
-from ..config import Provider
+from ..settings import Provider
 from ..redaction import redact_bytes
 from .proxy import ProxyPolicy
 from .transport import PROXY_EXTENSION, LeanAiohttpTransport, UpstreamClient

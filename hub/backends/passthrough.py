@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from .. import native_stream
-from ..config import Target
+from ..settings import Target
 from ..dispatch import Dispatcher
 from ..router import Resolution
 from .http import UpstreamError, open_sse, post_json

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-from ..config import EngineConfig
+from ..settings import EngineConfig
 from ..search import render
 from ..search.base import BUDGET_EXHAUSTED, RECENCY, SearchResult
 from ..search.metered import MeteredSearch

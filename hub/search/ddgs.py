@@ -17,7 +17,7 @@ from ddgs import DDGS
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
 from ..backends.proxy import DIRECT, mask_proxy
-from ..config import EngineConfig
+from ..settings import EngineConfig
 from ..redaction import redact
 from .base import TOO_MANY_REQUESTS, EngineError, Parsed, RawHit, SearchRequest
 from .engine import Engine, EngineContext, site_query

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import httpx
 
 from ..backends.proxy import ProxyPolicy, proxy_secrets
-from ..config import EngineConfig, WebSearchConfig
+from ..settings import EngineConfig, WebSearchConfig
 from ..dispatch import Dispatcher
 from ..redaction import redact
 from ..router import Router

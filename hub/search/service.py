@@ -14,7 +14,7 @@ import httpx
 from .. import metrics
 from ..activity import Activity
 from ..backends.proxy import ProxyPolicy
-from ..config import Config, EngineConfig
+from ..settings import Config, EngineConfig
 from ..dispatch import Dispatcher
 from ..router import Router
 from ..store.base import Store

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import httpx
 
 from ..budget import Budget
-from ..config import Config
+from ..settings import Config
 from ..search.service import SearchService
 from .base import ServerTool
 from .web_search import WebSearch

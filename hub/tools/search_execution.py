@@ -17,7 +17,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 
 from .. import metrics
-from ..config import WebSearchConfig
+from ..settings import WebSearchConfig
 from ..events import Options, Outcome, ToolFinished, ToolStarted
 from ..ids import random_alnum
 from ..search import render

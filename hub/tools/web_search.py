@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from .. import metrics
 from ..budget import Budget
-from ..config import WebSearchConfig
+from ..settings import WebSearchConfig
 from ..search import render
 from ..search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchResult, failure
 from ..search.metered import MeteredSearch
