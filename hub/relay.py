@@ -13,6 +13,7 @@ from .config import Target
 from .events import Frames
 
 _encode = msgspec.json.encode
+DONE = b"data: [DONE]\n\n"
 
 
 def plain(data: bytes) -> bool:
@@ -23,15 +24,21 @@ def plain(data: bytes) -> bool:
 
 
 async def relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIterator[Frames]:
-    """Chat-to-chat relay: each network read of the upstream becomes one write to the client."""
+    """Chat-to-chat relay: each network read of the upstream becomes one write to the client. The
+    upstream's `[DONE]` is relayed framed, in the write of the chunks that came with it; a stream
+    that ends without one gets it from the encoder."""
     normalizer = StreamNormalizer()
     first = True
     async with aclosing(it):
         async for batch in it:
             out = []
             for data in batch:
-                if data == b"[DONE]":
-                    break
+                if data == b"[DONE]":  # the end goes out in the same write as the last chunks
+                    out.append(DONE)
+                    yield Frames(b"".join(out))
+                    async for _ in it:  # read the body to its end, so the connection is reused
+                        pass
+                    return
                 if not data:
                     continue
                 if not first and plain(data):
