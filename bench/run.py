@@ -431,6 +431,11 @@ def ttfb_probe(port: int, path: str, body: dict, conns: int, duration: float) ->
 # ----------------------------------------------------------------------------- report
 
 
+def div(a: float, b: float) -> float:
+    """a / b, or NaN when b is 0 or NaN (a target that completed nothing in a cell)."""
+    return a / b if b and b == b else float("nan")
+
+
 def med(cells: list[dict], key: str) -> float:
     xs = [c[key] for c in cells if key in c and c[key] == c[key]]
     return statistics.median(xs) if xs else float("nan")
@@ -511,23 +516,23 @@ def report(results: dict, rss: dict, targets: list[str], modes: list[str], concs
                 others = ", ".join(f"{b} +{m(b, mode, c_lo, 'p50_ms') - m('direct', mode, c_lo, 'p50_ms'):.2f}"
                                    for b in bares if b != floor)
                 out.append(f"| {g}: added p50 over direct, c={c_lo}, {label} | +{added:.2f} vs {floor} +{fl:.2f} ms "
-                           f"(×{added / fl:.2f}{'; ' + others if others else ''}) | ≤ 1.2× {floor} | "
+                           f"(×{div(added, fl):.2f}{'; ' + others if others else ''}) | ≤ 1.2× {floor} | "
                            f"{verdict(added <= 1.2 * fl if added == added else None)} |")
             if floor:
                 for c in sorted({c_mid, concs[-1]}):
-                    ratio = m(g, mode, c, "rps") / m(floor, mode, c, "rps")
+                    ratio = div(m(g, mode, c, "rps"), m(floor, mode, c, "rps"))
                     tgt = "≥ 0.8×" if c == c_mid else "(info)"
                     out.append(f"| {g}: req/s vs {floor}, c={c}, {label} | ×{ratio:.2f} "
                                f"({fmt(m(g, mode, c, 'rps'), 0)} vs {fmt(m(floor, mode, c, 'rps'), 0)}) | {tgt} | "
                                f"{verdict(ratio >= 0.8) if c == c_mid else '–'} |")
                 for c in concs:
                     a, b = m(g, mode, c, "cpu_ms"), m(floor, mode, c, "cpu_ms")
-                    out.append(f"| {g}: CPU ms/req vs {floor}, c={c}, {label} | {a:.3f} vs {b:.3f} (×{a / b:.2f}) "
+                    out.append(f"| {g}: CPU ms/req vs {floor}, c={c}, {label} | {a:.3f} vs {b:.3f} (×{div(a, b):.2f}) "
                                f"| ≤ 1.1× | {verdict(a <= 1.1 * b)} |")
             if "litellm" in targets:
                 for c in sorted({c_mid, concs[-1]}):
-                    ratio = m(g, mode, c, "rps") / m("litellm", mode, c, "rps")
-                    cpu = m("litellm", mode, c, "cpu_ms") / m(g, mode, c, "cpu_ms")
+                    ratio = div(m(g, mode, c, "rps"), m("litellm", mode, c, "rps"))
+                    cpu = div(m("litellm", mode, c, "cpu_ms"), m(g, mode, c, "cpu_ms"))
                     out.append(f"| {g}: req/s vs litellm, c={c}, {label} | ×{ratio:.1f} "
                                f"({fmt(m(g, mode, c, 'rps'), 0)} vs {fmt(m('litellm', mode, c, 'rps'), 0)}; litellm "
                                f"CPU/req ×{cpu:.1f}) | {'≥ 30×' if c == c_mid else '(info)'} | "
@@ -556,7 +561,7 @@ def report(results: dict, rss: dict, targets: list[str], modes: list[str], concs
                 g, o = m("gateway", mode, c, "cpu_ms"), m("gateway-redis", mode, c, "cpu_ms")
                 gr, orps = m("gateway", mode, c, "rps"), m("gateway-redis", mode, c, "rps")
                 out.append(f"| gateway-redis vs gateway, c={c}, {label}: CPU ms/req, req/s | {o:.3f} vs {g:.3f} "
-                           f"(×{o / g:.2f}); {fmt(orps, 0)} vs {fmt(gr, 0)} (×{orps / gr:.2f}) | (info) | – |")
+                           f"(×{div(o, g):.2f}); {fmt(orps, 0)} vs {fmt(gr, 0)} (×{div(orps, gr):.2f}) | (info) | – |")
     out.append("")
     return "\n".join(out)
 
@@ -572,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", default="1,16,64")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=int, default=2, help="seconds per wrk cell (whole seconds: wrk's unit)")
+    ap.add_argument("--litellm-duration", type=int, default=5, help="seconds per wrk cell for the litellm target")
     ap.add_argument("--ttfb-duration", type=float, default=1.0, help="seconds per TTFB probe cell")
     ap.add_argument("--chunks", type=int, default=20)
     ap.add_argument("--ttfb-ms", type=float, default=0.0, help="fake model delay before the first byte")
@@ -651,8 +657,11 @@ def main(argv: list[str] | None = None) -> int:
                     for t in targets:
                         p = procs[t]
                         cpu0 = p.cpu_s()
-                        cell = run_wrk(wrk, urls[t], scripts[mode], c, args.duration)
-                        cell["cpu_ms"] = (p.cpu_s() - cpu0) * 1000 / max(1, cell["requests"])
+                        # the slow peer gets longer cells, so that a few of its streams complete in each
+                        dur = max(args.duration, args.litellm_duration) if t == "litellm" else args.duration
+                        cell = run_wrk(wrk, urls[t], scripts[mode], c, dur)
+                        cell["cpu_ms"] = ((p.cpu_s() - cpu0) * 1000 / cell["requests"] if cell["requests"]
+                                          else float("nan"))
                         if mode == "stream":
                             cell.update(ttfb_probe(p.port, "/v1/chat/completions", probe_body, c, args.ttfb_duration))
                         cell["rss_mb"] = p.rss_mb()[0]
@@ -668,11 +677,11 @@ def main(argv: list[str] | None = None) -> int:
         meta = {"when": time.strftime("%Y-%m-%d %H:%M"), "rounds": args.rounds, "duration": args.duration,
                 "ttfb_duration": args.ttfb_duration, "state": args.state, "chunks": args.chunks,
                 "ttfb_ms": args.ttfb_ms, "chunk_ms": args.chunk_ms, "probe_chunk_ms": args.probe_chunk_ms}
-        print(report(results, peak_rss, targets, modes, concs, meta))
-        if args.json:
+        if args.json:  # first: a report that fails must not lose the run
             Path(args.json).write_text(json.dumps({"meta": meta, "rss_mb": peak_rss, "cells": [
                 {"target": t, "mode": mode, "c": c, "round": i, **cell}
                 for (t, mode, c), cells in results.items() for i, cell in enumerate(cells)]}, indent=1))
+        print(report(results, peak_rss, targets, modes, concs, meta))
     finally:
         stop_profilers(profilers)
         stop_all()
