@@ -11,7 +11,8 @@ streams, with a small asyncio raw-socket prober at the same concurrency, the tim
 TTFB close to the whole stream's time).
 
 Targets are interleaved inside each round (direct, bare-httpx, bare-aiohttp, bare-httpx-aiohttp,
-gateway), rounds are repeated (default 3) and every figure is the median over rounds.
+gateway, A/B gateway builds, litellm: the LiteLLM proxy, pinned, installed on first use into
+bench/.litellm-venv), rounds are repeated (default 3) and every figure is the median over rounds.
 
   .venv/bin/python bench/run.py                 # full run (~4-5 min)
   .venv/bin/python bench/run.py --quick         # 1 round, 1 s cells (~1 min)
@@ -235,14 +236,16 @@ def wait_http(p: Proc, url: str, *, post: bool = False, timeout: float = 30) -> 
     raise SystemExit(f"{p.name} not ready at {url}; log:\n{p.log_path.read_text()[-3000:]}")
 
 
-def start_profiler(p: Proc, out: Path) -> subprocess.Popen:
-    """py-spy (bench-only: `.venv/bin/pip install py-spy`) sampling p's on-CPU stacks at 250 Hz."""
+def start_profiler(p: Proc, out: Path, gil: bool = False) -> subprocess.Popen:
+    """py-spy (bench-only: `.venv/bin/pip install py-spy`) sampling p's stacks at 250 Hz; with gil,
+    only while it holds the GIL (closer to on-CPU time: without it a thread preempted inside a
+    system call counts as busy there)."""
     pyspy = shutil.which("py-spy") or str(Path(PY).parent / "py-spy")
     if not Path(pyspy).exists():
         raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
     out.parent.mkdir(parents=True, exist_ok=True)
     prof = subprocess.Popen([pyspy, "record", "--pid", str(p.pid), "--rate", "250", "--format", "raw",
-                             "--output", str(out), "--nonblocking"],
+                             "--output", str(out), "--nonblocking", *(["--gil"] if gil else [])],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1)
     return prof
@@ -595,6 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", metavar="DIR",
                     help="record every server under test with py-spy (collapsed stacks) into DIR/<target>.txt; "
                          "summarize with bench/profile_summary.py. Profiles perturb timings: measure without it")
+    ap.add_argument("--profile-gil", action="store_true", help="with --profile: sample only while the GIL is held")
     args = ap.parse_args(argv)
     if args.quick:
         args.rounds, args.duration, args.ttfb_duration = 1, 1, 0.5
@@ -640,7 +644,8 @@ def main(argv: list[str] | None = None) -> int:
             validate(t, urls[t], args.chunks)
         log(f"all targets answer correctly; logs in {tmp}")
         if args.profile:
-            profilers = [start_profiler(procs[t], Path(args.profile) / f"{t}.txt") for t in targets if t != "direct"]
+            profilers = [start_profiler(procs[t], Path(args.profile) / f"{t}.txt", args.profile_gil)
+                         for t in targets if t != "direct"]
 
         scripts = {mode: lua_script(tmp, mode, chat_body(mode == "stream")) for mode in modes}
         probe_body = chat_body(True, {"bench": {"chunk_ms": args.probe_chunk_ms}} if args.probe_chunk_ms else None)
