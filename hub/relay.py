@@ -36,9 +36,7 @@ async def relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIter
                 if data == b"[DONE]":  # the end goes out in the same write as the last chunks
                     out.append(DONE)
                     yield Frames(b"".join(out))
-                    async for _ in it:  # read the body to its end, so the connection is reused
-                        pass
-                    return
+                    return  # nothing after [DONE] is relayed
                 if not data:
                     continue
                 if not first and plain(data):
