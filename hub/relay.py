@@ -11,6 +11,7 @@ from .backends.openai_compat import decode_chunk
 from .settings import Target
 
 _encode = msgspec.json.encode
+DONE = b"data: [DONE]\n\n"
 
 
 def plain(data: bytes) -> bool:
@@ -21,15 +22,19 @@ def plain(data: bytes) -> bool:
 
 
 async def relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIterator[bytes]:
-    """Chat-to-chat relay: each network read of the upstream becomes one write to the client."""
+    """Chat-to-chat relay: each network read of the upstream becomes one write to the client. The
+    upstream's `[DONE]` goes out framed, in the write of the chunks that came with it (the encoder
+    then stops); a stream that ends without one gets it from the encoder."""
     normalizer = StreamNormalizer()
     first = True
     try:  # try/finally rather than contextlib.aclosing: this runs once per stream on the hot path
         async for batch in it:
             out = []
             for data in batch:
-                if data == b"[DONE]":
-                    break
+                if data == b"[DONE]":  # the end goes out in the same write as the last chunks
+                    out.append(DONE)
+                    yield b"".join(out)
+                    return  # nothing after [DONE] is relayed
                 if not data:
                     continue
                 if not first and plain(data):

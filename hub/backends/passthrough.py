@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import httpx
 
 from .. import native_stream
-from ..settings import Target
 from ..dispatch import Dispatcher
 from ..router import Resolution
+from ..settings import Target
 from .http import UpstreamError, open_sse, post_json
 
 log = logging.getLogger("searchhub.passthrough")

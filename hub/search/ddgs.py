@@ -17,8 +17,8 @@ from ddgs import DDGS
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
 from ..backends.proxy import DIRECT, mask_proxy
-from ..settings import EngineConfig
 from ..redaction import redact
+from ..settings import EngineConfig
 from .base import TOO_MANY_REQUESTS, EngineError, Parsed, RawHit, SearchRequest
 from .engine import Engine, EngineContext, site_query
 from .sanitize import clean_text

@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 import httpx
 
 from ..backends.proxy import ProxyPolicy, proxy_secrets
-from ..settings import EngineConfig, WebSearchConfig
 from ..dispatch import Dispatcher
 from ..redaction import redact
 from ..router import Router
+from ..settings import EngineConfig, WebSearchConfig
 from .base import UNAVAILABLE, EngineError, Parsed, SearchRequest, SearchResult, failure
 from .fetch import Outgoing, fetch_json
 from .sanitize import bound

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import httpx
 
 from ..budget import Budget
-from ..settings import Config
 from ..search.service import SearchService
+from ..settings import Config
 from .base import ServerTool
 from .web_search import WebSearch
 
