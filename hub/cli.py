@@ -86,15 +86,21 @@ def _run(args: argparse.Namespace, serve: Serve | None) -> int:
     if args.command == "search":
         from .search.cli import run_search
 
-        return run_search(args)
+        path = cfgmod.config_path(args.config)
+        cfg = load_config(path)
+        return 1 if cfg is None else run_search(args, cfg, path)
     if args.command == "engines":
         from .search.cli import run_engines
 
-        return run_engines(args)
+        path = cfgmod.config_path(args.config)
+        cfg = load_config(path)
+        return 1 if cfg is None else run_engines(args, cfg, path)
     if args.command == "mcp":
         from .mcp.stdio import run_stdio
 
-        return run_stdio(args)
+        path = cfgmod.config_path(args.config)
+        cfg = load_config(path)
+        return 1 if cfg is None else run_stdio(args, cfg, path)
     if args.command == "classify":
         return _classify(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
@@ -115,7 +121,7 @@ def _classify(args: argparse.Namespace) -> int:
     rules: tuple = ()
     tool_name = "web_search"
     if args.config:  # operator rules and the tool name; without --config the built-in rules only
-        cfg = cfgmod.load_or_report(args.config)
+        cfg = load_config(args.config)
         if cfg is None:
             return 1
         rules, tool_name = cfg.web_search.side_requests.rules, cfg.web_search.tool_name
@@ -128,9 +134,20 @@ def _classify(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_config(path: str) -> cfgmod.Config | None:
+    """The config, or None after printing every error (with its JSON path) to stderr."""
+    try:
+        return cfgmod.load(path)
+    except cfgmod.ConfigError as e:
+        print(f"{path}: invalid configuration", file=sys.stderr)
+        for err in e.errors:
+            print(f"  {err}", file=sys.stderr)
+        return None
+
+
 def _check(args: argparse.Namespace) -> int:
     path = cfgmod.config_path(args.config)
-    cfg = cfgmod.load_or_report(path)
+    cfg = load_config(path)
     if cfg is None:
         return 1
     print(f"{path}: OK")

@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
 import re
-import sys
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from .backends.proxy import DIRECT, mask_proxy, parse_proxy
-from .keys import ApiKey, parse_keys
-from .side_requests import SideConfig, compile_side_config
+from .backends.proxy import DIRECT, parse_proxy
+from .keys import parse_keys
+from .search.registry import API_ENGINES, MODEL_ENGINES  # each engine class declares what it needs
+from .settings import (  # noqa: F401 - the typed config, re-exported for the loader's callers
+    COMMERCIAL_TYPES,
+    ROUTE_CLASSES,
+    SEARCH_ROUTE,
+    SELF_HOSTED_TYPES,
+    Config,
+    EngineConfig,
+    FetchOffer,
+    Limits,
+    Pool,
+    Provider,
+    RouterConfig,
+    ServerConfig,
+    Target,
+    TelemetryConfig,
+    TraceConfig,
+    WebFetchConfig,
+    WebSearchConfig,
+    mask,
+    mask_url,
+)
+from .side_requests import compile_side_config
 
 SCHEMA_PATH = Path(__file__).with_name("engines.schema.json")
-
-SELF_HOSTED_TYPES = frozenset({"vllm", "ollama", "llamacpp", "lmstudio", "openai-compatible"})
-COMMERCIAL_TYPES = frozenset({"openai", "anthropic", "gemini", "glm", "dashscope", "moonshot", "perplexity"})
-ROUTE_CLASSES = ("longcontext", "thinking", "background")
-SEARCH_ROUTE = "web_search"
-
 
 class ConfigError(Exception):
     """A config that cannot be served. Messages name the JSON path; they never contain secret values."""
@@ -33,244 +48,6 @@ class ConfigError(Exception):
         self.errors = errors
         super().__init__("; ".join(errors))
 
-
-@dataclass(frozen=True, slots=True)
-class Provider:
-    id: str
-    type: str
-    base_url: str
-    api_key: str | None = field(default=None, repr=False)
-    headers: dict[str, str] = field(default_factory=dict, repr=False)
-    timeout_s: float = 600.0
-    connect_timeout_s: float = 5.0
-    self_hosted: bool = True
-    max_concurrency: int | None = None
-    proxy: str | None = field(default=None, repr=False)  # None: the environment's; "direct": none
-
-    def masked(self) -> dict:
-        return {
-            "type": self.type,
-            "baseURL": self.base_url,
-            "apiKey": mask(self.api_key),
-            "headers": {k: "****" for k in self.headers},
-            "selfHosted": self.self_hosted,
-            **({"proxy": mask_proxy(self.proxy)} if self.proxy else {}),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    key: str  # "provider.model", as written in engines.json
-    provider: Provider
-    model: str
-
-
-@dataclass(frozen=True, slots=True)
-class Pool:
-    id: str
-    priority: int
-    targets: tuple[Target, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class EngineConfig:
-    id: str
-    description: str
-    default: bool
-    google: bool
-    provider_key: str | None = None  # LLM search backend reached via the web_search route
-    type: str | None = None  # API provider type
-    api_key: str | None = field(default=None, repr=False)
-    base_url: str | None = None
-    max_results: int | None = None
-    timeout_s: float | None = None
-    options: dict = field(default_factory=dict)
-    proxy: str | None = field(default=None, repr=False)  # None: the environment's; "direct": none
-    members: tuple[str, ...] = ()  # a multi engine's engines
-    baidu: bool = False  # Baidu-backed (what `百度一下` can be set to prefer)
-    cost_per_call: float = 0.0
-    cost_per_input_token: float = 0.0  # model engines, from the usage they report
-    cost_per_output_token: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    enabled: bool
-    inject_policy: str
-    max_tool_iterations: int
-    loop_wall_clock_s: float
-    max_total_result_bytes: int
-    max_consecutive_errors: int
-
-
-@dataclass(frozen=True, slots=True)
-class WebSearchConfig:
-    enabled: bool
-    engines: tuple[EngineConfig, ...]
-    tool_name: str
-    limits: Limits
-    per_backend: dict[str, Limits]
-    result_char_cap: int
-    max_results: int
-    timeout_s: float
-    cache_ttl_s: float
-    chain_ttl_s: float
-    fallback: bool
-    exec_summary: str
-    keepalive_s: float = 5.0
-    baidu_preference: str = "google"  # what `百度一下` narrows the engines to: "google" or "baidu"
-    side_requests: SideConfig = field(default_factory=SideConfig)
-
-    def limits_for(self, provider_id: str) -> Limits:
-        return self.per_backend.get(provider_id, self.limits)
-
-    @property
-    def default_engine(self) -> EngineConfig | None:
-        for e in self.engines:
-            if e.default:
-                return e
-        return self.engines[0] if len(self.engines) == 1 else None
-
-
-@dataclass(frozen=True, slots=True)
-class FetchOffer:
-    """When the web_fetch tool is offered to a backend's models, and how often one turn may call it."""
-
-    enabled: bool = True
-    inject_policy: str = "always"  # always: beside every web_search; hosted: only when a client's hosted tool asks
-    max_fetches_per_turn: int = 3
-
-
-@dataclass(frozen=True, slots=True)
-class WebFetchConfig:
-    """The webFetch section: the tool's offer (per backend) and the fetcher's safety policy and limits
-    (hub/fetcher/)."""
-
-    offer: FetchOffer = FetchOffer()
-    per_backend: dict[str, FetchOffer] = field(default_factory=dict)
-    allow_private: bool = False
-    allow_hosts: tuple[str, ...] = ()
-    allow_ports: tuple[int, ...] = (80, 443)
-    allowed_domains: tuple[str, ...] = ()
-    blocked_domains: tuple[str, ...] = ()
-    require_prior_context: bool = True
-    max_bytes: int = 5 * 1024 * 1024
-    max_chars: int = 50_000
-    timeout_s: float = 15.0
-    connect_timeout_s: float = 5.0
-    max_redirects: int = 5
-    cache_ttl_s: float = 900.0
-
-    @property
-    def enabled(self) -> bool:
-        """Offered to some backend at all (else the tool is not built)."""
-        return self.offer.enabled or any(o.enabled for o in self.per_backend.values())
-
-    def offer_for(self, provider_id: str) -> FetchOffer:
-        return self.per_backend.get(provider_id, self.offer)
-
-
-@dataclass(frozen=True, slots=True)
-class ServerConfig:
-    host: str = "127.0.0.1"
-    port: int = 8787
-    api_keys: tuple[ApiKey, ...] = field(default=(), repr=False)
-    admin_keys: tuple[ApiKey, ...] = field(default=(), repr=False)
-    max_body_bytes: int = 8 * 1024 * 1024
-    log_level: str = "info"
-    reload_interval_s: float = 1.0
-    shutdown_grace_s: float = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class RouterConfig:
-    routes: dict[str, tuple[Pool, ...]]
-    cooldown_s: float
-    retries: int
-    long_context_threshold: int
-    background_patterns: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class TraceConfig:
-    enabled: bool = True
-    ring_size: int = 2000
-    sample_rate: float = 1.0  # share of plain requests kept; searched or failed ones are always kept
-    bodies: bool = False
-    store_ttl_s: float = 3600.0  # 0: traces stay in the process
-    flush_interval_s: float = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class TelemetryConfig:
-    otlp_endpoint: str | None = None
-    service_name: str = "searchhub"
-    headers: dict[str, str] = field(default_factory=dict, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    path: str | None
-    server: ServerConfig
-    providers: dict[str, Provider]
-    router: RouterConfig
-    web_search: WebSearchConfig
-    model_aliases: dict[str, Any]
-    state: dict
-    responses_ttl_s: float
-    raw_hash: str = ""
-    web_fetch: WebFetchConfig = field(default_factory=WebFetchConfig)
-    trace: TraceConfig = field(default_factory=TraceConfig)
-    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
-
-    def target(self, key: str) -> Target | None:
-        """Resolve a pinned 'provider.model' (split at the first '.')."""
-        provider_id, sep, model = key.partition(".")
-        provider = self.providers.get(provider_id)
-        if not sep or not model or provider is None:
-            return None
-        return Target(key, provider, model)
-
-    def routing_table(self) -> dict:
-        """The resolved routing, secrets masked: what `searchhub check` prints."""
-        return {
-            "providers": {pid: p.masked() for pid, p in self.providers.items()},
-            "routes": {
-                name: [
-                    {"id": p.id, "priority": p.priority, "targets": [t.key for t in p.targets]}
-                    for p in pools
-                ]
-                for name, pools in self.router.routes.items()
-            },
-            "webSearch": {
-                "enabled": self.web_search.enabled,
-                "injectPolicy": self.web_search.limits.inject_policy,
-                "engines": [
-                    {
-                        "id": e.id,
-                        "kind": "llm" if e.provider_key else e.type,
-                        **({"providerKey": e.provider_key} if e.provider_key else {}),
-                        **({"apiKey": mask(e.api_key)} if e.api_key else {}),
-                        **({"proxy": mask_proxy(e.proxy)} if e.proxy else {}),
-                        **({"engines": list(e.members)} if e.members else {}),
-                        "google": e.google,
-                        "default": e.default,
-                    }
-                    for e in self.web_search.engines
-                ],
-            },
-            "state": {k: (mask_url(v) if k == "url" else v) for k, v in self.state.items()},
-        }
-
-
-def mask(secret: str | None) -> str | None:
-    if not secret:
-        return secret
-    return "****" if len(secret) < 12 else secret[:3] + "****" + secret[-2:]
-
-
-def mask_url(url: str) -> str:
-    return re.sub(r"//([^@/]*)@", "//****@", url)
 
 
 def _proxy(value: Any, where: str, errors: list[str]) -> str | None:
@@ -291,6 +68,7 @@ def _proxy(value: Any, where: str, errors: list[str]) -> str | None:
 
 
 # ---------------------------------------------------------------- env expansion
+
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -413,6 +191,36 @@ def _describe(err: jsonschema.ValidationError) -> str:
     return err.message
 
 
+def with_defaults(node: Any, sch: dict | None = None) -> Any:
+    """The config with every default engines.schema.json declares filled in: the one place defaults
+    live. A missing section whose properties have defaults becomes an object of its defaults."""
+    sch = _resolved(schema() if sch is None else sch)
+    if isinstance(node, dict):
+        props = sch.get("properties", {})
+        out = dict(node)
+        for key, sub in props.items():
+            sub = _resolved(sub)
+            if key in out:
+                out[key] = with_defaults(out[key], sub)
+            elif "default" in sub:
+                out[key] = copy.deepcopy(sub["default"])
+            elif any("default" in p for p in sub.get("properties", {}).values()):
+                out[key] = with_defaults({}, sub)
+        extra = sch.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in out.keys() - props.keys():
+                out[key] = with_defaults(out[key], extra)
+        return out
+    if isinstance(node, list) and isinstance(sch.get("items"), dict):
+        return [with_defaults(item, sch["items"]) for item in node]
+    return node
+
+
+def _resolved(sch: dict) -> dict:
+    ref = sch.get("$ref")
+    return schema()["$defs"][ref.rsplit("/", 1)[-1]] if ref else sch
+
+
 def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(["(root): must be a JSON object"])
@@ -421,20 +229,21 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
     errors = env_errors + _schema_errors(raw)
     if errors:
         raise ConfigError(errors)
+    raw = with_defaults(raw)
 
-    srv = raw.get("server", {})
+    srv = raw["server"]
     names = [e["name"] for e in srv.get("apiKeys", ()) if isinstance(e, dict)]
     for name in sorted({n for n in names if names.count(n) > 1}):
         errors.append(f"server.apiKeys: the name '{name}' is used by more than one key")
     server = ServerConfig(
-        host=srv.get("host", "127.0.0.1"),
-        port=srv.get("port", 8787),
+        host=srv["host"],
+        port=srv["port"],
         api_keys=parse_keys(srv.get("apiKeys", ())),
         admin_keys=parse_keys(srv.get("adminKeys", ()), "adminKeys"),
-        max_body_bytes=srv.get("maxBodyBytes", 8 * 1024 * 1024),
-        log_level=srv.get("logLevel", "info"),
-        reload_interval_s=srv.get("reloadIntervalMs", 1000) / 1000,
-        shutdown_grace_s=srv.get("shutdownGraceMs", 30000) / 1000,
+        max_body_bytes=srv["maxBodyBytes"],
+        log_level=srv["logLevel"],
+        reload_interval_s=srv["reloadIntervalMs"] / 1000,
+        shutdown_grace_s=srv["shutdownGraceMs"] / 1000,
     )
 
     providers: dict[str, Provider] = {}
@@ -445,8 +254,8 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
             base_url=p["baseURL"].rstrip("/"),
             api_key=p.get("apiKey") or None,
             headers=dict(p.get("headers", {})),
-            timeout_s=p.get("timeoutMs", 600000) / 1000,
-            connect_timeout_s=p.get("connectTimeoutMs", 5000) / 1000,
+            timeout_s=p["timeoutMs"] / 1000,
+            connect_timeout_s=p["connectTimeoutMs"] / 1000,
             self_hosted=p.get("selfHosted", p["type"] in SELF_HOSTED_TYPES),
             max_concurrency=p.get("maxConcurrency"),
             proxy=_proxy(p.get("proxy"), f"providers.{pid}.proxy", errors),
@@ -467,23 +276,22 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
                     )
                     continue
                 targets.append(Target(key, providers[pid], model))
-            built.append(Pool(pool.get("id", f"{route}-{i}"), pool.get("priority", 100), tuple(targets)))
+            built.append(Pool(pool.get("id", f"{route}-{i}"), pool["priority"], tuple(targets)))
         # Stable sort: equal priorities keep file order.
         routes[route] = tuple(sorted(built, key=lambda p: -p.priority))
     router = RouterConfig(
         routes=routes,
-        cooldown_s=vr.get("cooldownMs", 30000) / 1000,
-        retries=vr.get("retries", 1),
-        long_context_threshold=vr.get("longContextThresholdTokens", 60000),
-        background_patterns=tuple(s.lower() for s in vr.get("backgroundModelPatterns", ["haiku"])),
+        cooldown_s=vr["cooldownMs"] / 1000,
+        retries=vr["retries"],
+        long_context_threshold=vr["longContextThresholdTokens"],
+        background_patterns=tuple(s.lower() for s in vr["backgroundModelPatterns"]),
     )
 
-    web_search = _build_web_search(raw.get("webSearch", {}), providers, routes, errors)
+    web_search = _build_web_search(raw["webSearch"], providers, routes, errors)
     web_fetch = _build_web_fetch(raw.get("webFetch", {}), providers, errors)
 
     aliases = raw.get("modelAliases", {})
-    state = dict(raw.get("state", {"backend": "memory"}))
-    state.setdefault("backend", "memory")
+    state = dict(raw["state"])
     if errors:
         raise ConfigError(errors)
     return Config(
@@ -494,51 +302,50 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
         web_search=web_search,
         model_aliases=aliases,
         state=state,
-        responses_ttl_s=raw.get("responses", {}).get("storeTtlMs", 86400000) / 1000,
+        responses_ttl_s=raw["responses"]["storeTtlMs"] / 1000,
         web_fetch=web_fetch,
-        trace=_trace(raw.get("trace", {})),
-        telemetry=_telemetry(raw.get("telemetry", {})),
+        trace=_trace(raw["trace"]),
+        telemetry=_telemetry(raw["telemetry"]),
     )
 
 
 def _trace(d: dict) -> TraceConfig:
     return TraceConfig(
-        enabled=d.get("enabled", True),
-        ring_size=d.get("ringSize", 2000),
-        sample_rate=float(d.get("sampleRate", 1.0)),
-        bodies=d.get("bodies", False),
-        store_ttl_s=d.get("storeTtlMs", 3600000) / 1000,
+        enabled=d["enabled"],
+        ring_size=d["ringSize"],
+        sample_rate=float(d["sampleRate"]),
+        bodies=d["bodies"],
+        store_ttl_s=d["storeTtlMs"] / 1000,
     )
 
 
 def _telemetry(d: dict) -> TelemetryConfig:
     return TelemetryConfig(otlp_endpoint=d.get("otlpEndpoint") or None,
-                           service_name=d.get("serviceName", "searchhub"), headers=dict(d.get("headers", {})))
+                           service_name=d["serviceName"], headers=dict(d.get("headers", {})))
 
 
 def _limits(d: dict, base: Limits | None) -> Limits:
-    def get(key: str, attr: str, default: Any, scale: float = 1) -> Any:
+    """webSearch's limits (defaults filled in), or a perBackend override of them: what the override
+    leaves out it inherits from `base`."""
+
+    def get(key: str, attr: str, scale: float = 1) -> Any:
         if key in d:
             return d[key] / scale if scale != 1 else d[key]
-        return getattr(base, attr) if base else default
+        return getattr(base, attr)
 
     return Limits(
-        enabled=get("enabled", "enabled", True),
-        inject_policy=get("injectPolicy", "inject_policy", "selective"),
-        max_tool_iterations=get("maxToolIterations", "max_tool_iterations", 5),
-        loop_wall_clock_s=get("loopWallClockMs", "loop_wall_clock_s", 60.0, 1000),
-        max_total_result_bytes=get("maxTotalResultBytes", "max_total_result_bytes", 32768),
-        max_consecutive_errors=get("maxConsecutiveErrors", "max_consecutive_errors", 2),
+        enabled=get("enabled", "enabled"),
+        inject_policy=get("injectPolicy", "inject_policy"),
+        max_tool_iterations=get("maxToolIterations", "max_tool_iterations"),
+        loop_wall_clock_s=get("loopWallClockMs", "loop_wall_clock_s", 1000),
+        max_total_result_bytes=get("maxTotalResultBytes", "max_total_result_bytes"),
+        max_consecutive_errors=get("maxConsecutiveErrors", "max_consecutive_errors"),
     )
 
 
 def _build_web_search(
     ws: dict, providers: dict[str, Provider], routes: dict[str, tuple[Pool, ...]], errors: list[str]
 ) -> WebSearchConfig:
-    # Each engine class declares what it needs and which index answers it; the registry imports
-    # this module, so it is imported here, at load.
-    from .search.registry import API_ENGINES, MODEL_ENGINES
-
     search_targets = {t.key for pool in routes.get(SEARCH_ROUTE, ()) for t in pool.targets}
     engines: list[EngineConfig] = []
     seen: set[str] = set()
@@ -587,7 +394,7 @@ def _build_web_search(
             EngineConfig(
                 id=e["id"],
                 description=e.get("description", ""),
-                default=bool(e.get("default")),
+                default=e["default"],
                 google=bool(google),
                 provider_key=pk,
                 type=e.get("type"),
@@ -615,20 +422,20 @@ def _build_web_search(
             continue
         per_backend[pid] = _limits(override, limits)
     return WebSearchConfig(
-        enabled=ws.get("enabled", True),
+        enabled=ws["enabled"],
         engines=tuple(engines),
-        tool_name=ws.get("toolName", "web_search"),
+        tool_name=ws["toolName"],
         limits=limits,
         per_backend=per_backend,
-        result_char_cap=ws.get("resultCharCap", 4000),
-        max_results=ws.get("maxResults", 5),
-        timeout_s=ws.get("timeoutMs", 8000) / 1000,
-        cache_ttl_s=ws.get("cacheTtlMs", 600000) / 1000,
-        chain_ttl_s=ws.get("chainTtlMs", 3600000) / 1000,
-        fallback=ws.get("fallback", False),
-        exec_summary=ws.get("execSummary", "digest"),
-        keepalive_s=ws.get("keepaliveMs", 5000) / 1000,
-        baidu_preference=ws.get("baiduPreference", "google"),
+        result_char_cap=ws["resultCharCap"],
+        max_results=ws["maxResults"],
+        timeout_s=ws["timeoutMs"] / 1000,
+        cache_ttl_s=ws["cacheTtlMs"] / 1000,
+        chain_ttl_s=ws["chainTtlMs"] / 1000,
+        fallback=ws["fallback"],
+        exec_summary=ws["execSummary"],
+        keepalive_s=ws["keepaliveMs"] / 1000,
+        baidu_preference=ws["baiduPreference"],
         side_requests=compile_side_config(ws.get("sideRequests"), errors),
     )
 
@@ -694,17 +501,6 @@ def _check_members(engines: list[EngineConfig], errors: list[str]) -> None:
                 errors.append(f"{where}: '{m}' is a multi engine itself")
         if len(set(e.members)) != len(e.members):
             errors.append(f"{where}: an engine is listed twice")
-
-
-def load_or_report(path: str) -> Config | None:
-    """For the CLI: the config, or None after printing every error (with its JSON path) to stderr."""
-    try:
-        return load(path)
-    except ConfigError as e:
-        print(f"{path}: invalid configuration", file=sys.stderr)
-        for err in e.errors:
-            print(f"  {err}", file=sys.stderr)
-        return None
 
 
 def config_path(cli_value: str | None) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -16,8 +15,8 @@ from . import metrics
 from .activity import Activity
 from .backends import openai_compat
 from .backends.http import UpstreamError
-from .config import Provider, Target
 from .router import Router
+from .settings import Provider, Target
 from .stream_watch import Opened, first_content, watched_batches, watched_chunks
 from .trace import Trace
 
@@ -106,7 +105,7 @@ class Dispatcher:
                 result = await call(target)
             except UpstreamError as e:
                 self.gate.leave(provider)
-                metrics.UPSTREAM_LATENCY.labels(provider.id, "error").observe(time.perf_counter() - started)
+                _latency(provider.id, "error").observe(time.perf_counter() - started)
                 self.activity.upstream(target.key, False)
                 if trace is not None:
                     trace.tried(target.key, e.reason, e.status, time.perf_counter() - started)
@@ -121,7 +120,7 @@ class Dispatcher:
                 raise
             if not hold:
                 self.gate.leave(provider)
-            metrics.UPSTREAM_LATENCY.labels(provider.id, "ok").observe(time.perf_counter() - started)
+            _latency(provider.id, "ok").observe(time.perf_counter() - started)
             self.activity.upstream(target.key, True)
             if trace is not None:
                 trace.answered(target.key, time.perf_counter() - started)
@@ -163,8 +162,21 @@ class Dispatcher:
     async def held(self, it: AsyncIterator[T], target: Target) -> AsyncIterator[T]:
         """A stream opened with hold: it keeps its concurrency slot until it is consumed or closed."""
         try:
-            async with aclosing(it):
-                async for chunk in it:
-                    yield chunk
+            async for chunk in it:
+                yield chunk
         finally:
             self.gate.leave(target.provider)
+            await it.aclose()
+
+
+_LATENCY: dict[tuple[str, str], object] = {}
+
+
+def _latency(provider: str, outcome: str):
+    """The upstream latency histogram's child, looked up once per (provider, outcome)."""
+    child = _LATENCY.get((provider, outcome))
+    if child is None:
+        child = metrics.UPSTREAM_LATENCY.labels(provider, outcome)
+        if len(_LATENCY) < 1024:
+            _LATENCY[(provider, outcome)] = child
+    return child

@@ -34,13 +34,6 @@ class ToolFinished:
 
 
 @dataclass(slots=True)
-class Frames:
-    """SSE bytes already framed for the chat wire (the pass-through fast path): `data: ...` events."""
-
-    data: bytes
-
-
-@dataclass(slots=True)
 class Keepalive:
     """Nothing to say yet (searches running): encoders emit an SSE comment / ping."""
 
@@ -55,7 +48,7 @@ class Options:
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)
     client_key: str = ""  # identifies the caller for chain hashing (never logged)
     client_agent: str = ""  # the User-Agent: with the key, which client a side request comes from
-    frames: bool = False  # the encoder takes pre-framed chat SSE (`Frames`) for a plain relay
+    frames: bool = False  # the encoder takes pre-framed chat SSE (`bytes` items) for a plain relay
     trace: Trace | None = None  # filled as the request runs (hub/trace.py); None when nothing records
     key: ApiKey | None = None  # the gateway key that called: its search budget and cost
     bill: SearchBill | None = None  # what this request's searches cost (reported by routes/app.py)

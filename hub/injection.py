@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from .chain import ChainState
 from .client_search import client_web_search
-from .config import Limits, Provider, WebSearchConfig
 from .intent import Intent, classify, latest_user_text
+from .settings import Limits, Provider, WebSearchConfig
 from .tools.base import HostedFetch, HostedSearch
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from . import metrics
 from .citations import Source
-from .config import Limits
 from .events import ToolFinished, ToolStarted
 from .search.render import error_text
+from .settings import Limits
 from .tools.arguments import ArgumentError
 from .tools.base import ServerTool, ToolCall, ToolRequest
 from .tools.registry import ServerTools

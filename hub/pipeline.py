@@ -16,7 +16,6 @@ from . import metrics
 from .backends.normalize import StreamNormalizer, ToolCallAssembler, normalize_completion
 from .chain import ChainSession, ChainState, Hidden, splice
 from .citations import annotate, sources_from_content
-from .config import Config, Limits, Provider, Target
 from .dispatch import Dispatcher
 from .errors import Unavailable
 from .events import Options, Outcome
@@ -26,6 +25,7 @@ from .loop import LoopState, run_round
 from .protocols.chat_request import CONTEXT_COUNTS, search_options
 from .relay import relay_chunks, relay_sse
 from .router import Router
+from .settings import Config, Limits, Provider, Target
 from .side_requests import ClientTools, classify_side
 from .store import Store
 from .tools.base import ToolRequest, Transcript

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 
 import msgspec
 
 from .backends.normalize import StreamNormalizer
 from .backends.openai_compat import decode_chunk
-from .config import Target
-from .events import Frames
+from .settings import Target
 
 _encode = msgspec.json.encode
+DONE = b"data: [DONE]\n\n"
 
 
 def plain(data: bytes) -> bool:
@@ -22,16 +21,20 @@ def plain(data: bytes) -> bool:
         b'"tool_calls"' in data or b'"role"' in data or b'"reasoning' in data or b'"error"' in data)
 
 
-async def relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIterator[Frames]:
-    """Chat-to-chat relay: each network read of the upstream becomes one write to the client."""
+async def relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIterator[bytes]:
+    """Chat-to-chat relay: each network read of the upstream becomes one write to the client. The
+    upstream's `[DONE]` goes out framed, in the write of the chunks that came with it (the encoder
+    then stops); a stream that ends without one gets it from the encoder."""
     normalizer = StreamNormalizer()
     first = True
-    async with aclosing(it):
+    try:  # try/finally rather than contextlib.aclosing: this runs once per stream on the hot path
         async for batch in it:
             out = []
             for data in batch:
-                if data == b"[DONE]":
-                    break
+                if data == b"[DONE]":  # the end goes out in the same write as the last chunks
+                    out.append(DONE)
+                    yield b"".join(out)
+                    return  # nothing after [DONE] is relayed
                 if not data:
                     continue
                 if not first and plain(data):
@@ -45,13 +48,17 @@ async def relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIter
                 if fixed is not None:
                     out.append(b"data: " + _encode(fixed) + b"\n\n")
             if out:
-                yield Frames(b"".join(out))
+                yield b"".join(out)
+    finally:
+        await it.aclose()
 
 
 async def relay_chunks(it: AsyncIterator[dict]) -> AsyncIterator[dict]:
     normalizer = StreamNormalizer()
-    async with aclosing(it):
+    try:
         async for raw in it:
             chunk = normalizer.feed(raw)
             if chunk is not None:
                 yield chunk
+    finally:
+        await it.aclose()

@@ -6,7 +6,7 @@ import itertools
 import time
 from dataclasses import dataclass
 
-from .config import SEARCH_ROUTE, Config, Pool, Target
+from .settings import SEARCH_ROUTE, Config, Pool, Target
 
 
 class UnknownTarget(Exception):

@@ -4,9 +4,9 @@ figures, the activity series. A pure function of the parts it reads; no secrets 
 from __future__ import annotations
 
 from .activity import Activity
-from .config import Config
 from .dispatch import Gate
 from .router import Cooldowns
+from .settings import Config
 
 
 def target_health(cooling: dict | None, recent: dict | None) -> str:

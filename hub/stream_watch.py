@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .backends.http import UpstreamError
 from .backends.openai_compat import decode_chunk
-from .config import Provider
+from .settings import Provider
 
 DONE = b"[DONE]"
 HEAD_LIMIT = 1 << 20  # bytes held before the first content, at most

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .config import TelemetryConfig
+from .settings import TelemetryConfig
 from .trace import Trace
 
 log = logging.getLogger("searchhub.telemetry")

@@ -17,7 +17,7 @@ from collections import deque
 
 import msgspec
 
-from .config import TraceConfig
+from .settings import TraceConfig
 from .store.base import Store, StoreUnavailable
 from .trace import Trace
 

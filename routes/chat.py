@@ -10,8 +10,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from hub.events import Frames, Keepalive, ToolStarted
+from hub.events import Keepalive, ToolStarted
 from hub.protocols.chat_request import validate_chat
+from hub.relay import DONE
 
 from .common import (
     cancel_on_disconnect,
@@ -52,8 +53,10 @@ async def chat_completions(request: Request) -> Response:
 async def encode_stream(items: AsyncGenerator, include_usage: bool) -> AsyncIterator[bytes]:
     try:
         async for item in items:
-            if isinstance(item, Frames):  # already framed by the relay
-                yield item.data
+            if isinstance(item, bytes):  # already framed by the relay, [DONE] included when it ends
+                yield item
+                if item.endswith(DONE):
+                    return
             elif isinstance(item, dict):
                 if not item.get("choices") and "usage" in item and not include_usage:
                     continue
@@ -73,7 +76,7 @@ async def encode_stream(items: AsyncGenerator, include_usage: bool) -> AsyncIter
         return
     finally:
         await items.aclose()
-    yield b"data: [DONE]\n\n"
+    yield DONE
 
 
 routes = [Route("/v1/chat/completions", chat_completions, methods=["POST"])]

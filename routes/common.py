@@ -161,19 +161,21 @@ def openai_stream_error(exc: Exception) -> bytes:
 
 
 async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """Run work, cancelling it (and so the upstream call) if the client goes away first."""
-    task = asyncio.ensure_future(work)
+    """Run work in this task, cancelling it (and so the upstream call) if the client goes away
+    first. One watcher task per request, not two: the work itself runs in the handler's task."""
+    me = asyncio.current_task()
+    assert me is not None
     receive = request.receive
 
     async def watch() -> None:
         while True:
             msg = await receive()
             if msg["type"] == "http.disconnect":
-                task.cancel()
+                me.cancel()
                 return
 
     watcher = asyncio.ensure_future(watch())
     try:
-        return await task
+        return await work
     finally:
         watcher.cancel()

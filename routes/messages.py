@@ -11,7 +11,6 @@ import json
 import logging
 import re
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
 
 import msgspec
 from starlette.requests import Request
@@ -187,7 +186,8 @@ def _model(rt: Runtime, body: dict) -> str:
 async def _passthrough(request: Request, rt: Runtime, body: dict, resolution: Resolution, path: str) -> Response:
     """A commercial Anthropic target: the request goes through untouched (hub/backends/passthrough.py)."""
     stream = body.get("stream") is True and path == "/v1/messages"
-    fwd = passthrough.Forward(path, stream, request.url.query, request.headers)
+    fwd = passthrough.Forward(path, stream, request.url.query, request.headers,
+                              broken=lambda message: error_event("api_error", message))
     try:
         result = await passthrough.forward(rt.client, rt.dispatcher, resolution, body, fwd)
     except UpstreamError as e:
@@ -197,17 +197,15 @@ async def _passthrough(request: Request, rt: Runtime, body: dict, resolution: Re
         raise
     if isinstance(result, dict):
         return _json(result)
-    return StreamingResponse(_relay(result), media_type="text/event-stream",
+    return StreamingResponse(result, media_type="text/event-stream",
                              headers={**SSE_HEADERS, "request-id": request_id_var.get()})
 
 
-async def _relay(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    try:
-        async with aclosing(chunks):
-            async for chunk in chunks:
-                yield chunk
-    except UpstreamError as e:
-        yield error_event("api_error", e.reason)
+async def _routed(request: Request, rt: Runtime, body: dict, path: str) -> tuple[str, Response | None]:
+    """The model after modelAliases, and the answer when a commercial Anthropic target serves it."""
+    model = _model(rt, body)
+    native = rt.router.serving(model, "anthropic", thinking=_thinking(body))
+    return model, (await _passthrough(request, rt, body, native, path) if native is not None else None)
 
 
 # --- endpoints ----------------------------------------------------------------------------------
@@ -218,10 +216,9 @@ async def create_message(request: Request) -> Response:
     try:
         rt = runtime(request)
         body = await read_json(request, rt.config.server.max_body_bytes)
-        model = _model(rt, body)
-        native = rt.router.serving(model, "anthropic", thinking=_thinking(body))
-        if native is not None:
-            return await _passthrough(request, rt, body, native, "/v1/messages")
+        model, answered = await _routed(request, rt, body, "/v1/messages")
+        if answered is not None:
+            return answered
         chat, ctx = to_chat(body, rt.tools.replays)
         chat["model"] = model
         input_tokens = estimate_input_tokens(body)
@@ -265,10 +262,9 @@ async def count_tokens(request: Request) -> Response:
     try:
         rt = runtime(request)
         body = await read_json(request, rt.config.server.max_body_bytes)
-        model = _model(rt, body)
-        native = rt.router.serving(model, "anthropic", thinking=_thinking(body))
-        if native is not None:
-            return await _passthrough(request, rt, body, native, "/v1/messages/count_tokens")
+        _, answered = await _routed(request, rt, body, "/v1/messages/count_tokens")
+        if answered is not None:
+            return answered
         to_chat(body, rt.tools.replays)  # the same validation as a real request
         return _json({"input_tokens": estimate_input_tokens(body)})
     except Exception as e:

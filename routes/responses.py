@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
 
 import msgspec
 from starlette.requests import Request
@@ -19,7 +18,6 @@ from starlette.routing import Route
 
 from hub import stored_responses
 from hub.backends import passthrough
-from hub.backends.http import UpstreamError
 from hub.errors import NotFound
 from hub.protocols.responses import (
     ResponsesContext,
@@ -64,19 +62,12 @@ def _thinking(body: dict) -> bool:
 async def _passthrough(rt: Runtime, body: dict, resolution: Resolution) -> Response:
     """A commercial OpenAI target: the request goes through untouched (hub/backends/passthrough.py)."""
     stream = body.get("stream") is True
-    result = await passthrough.forward(rt.client, rt.dispatcher, resolution, body, passthrough.Forward("/responses", stream))
+    fwd = passthrough.Forward("/responses", stream, broken=lambda message: sse(
+        {"type": "error", "sequence_number": 0, "code": "server_error", "message": message, "param": None}))
+    result = await passthrough.forward(rt.client, rt.dispatcher, resolution, body, fwd)
     if isinstance(result, dict):
         return _json(result)
-    return StreamingResponse(_relay(result), media_type="text/event-stream", headers=SSE_HEADERS)
-
-
-async def _relay(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    try:
-        async with aclosing(chunks):
-            async for chunk in chunks:
-                yield chunk
-    except UpstreamError as e:
-        yield sse({"type": "error", "sequence_number": 0, "code": "server_error", "message": e.reason, "param": None})
+    return StreamingResponse(result, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 # --- endpoints ---------------------------------------------------------------------------------------

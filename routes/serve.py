@@ -73,7 +73,7 @@ def serve(path: str, *, host: str | None = None, port: int | None = None, worker
           log_format: str = "auto") -> int:
     import uvicorn
 
-    cfg = cfgmod.load_or_report(path)
+    cfg = cli.load_config(path)
     if cfg is None:
         return 1
     if log_format == "auto":  # decided once here, where stderr is the operator's, for every worker

@@ -1,4 +1,4 @@
-"""hub.protocols.chat: backend quirks (vLLM, Ollama, llama.cpp) normalized into OpenAI's Chat shape."""
+"""hub/backends/normalize.py: backend quirks (vLLM, Ollama, llama.cpp) normalized into OpenAI's Chat shape."""
 
 from __future__ import annotations
 

@@ -188,3 +188,22 @@ def test_engine_prices() -> None:
         cfgmod.build(_cfg(webSearch={"engines": [{**searx, "costPerMillionInputTokens": 1}]}), env={})
     assert e.value.errors == ["webSearch.engines[0].costPerMillionInputTokens: only model engines (providerKey) "
                               "report tokens; use costPerCall"]
+
+
+def test_defaults_come_from_the_schema_once() -> None:
+    schema, with_defaults, parse = cfgmod.schema, cfgmod.with_defaults, cfgmod.parse
+    ws_schema = schema()["$defs"]["webSearch"]["properties"]
+    cfg = parse(json.dumps({
+        "providers": {"local": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
+        "virtualrouter": {"routing": {"default": [{"targets": ["local.m"]}]}},
+        "webSearch": {"maxToolIterations": 3, "perBackend": {"local": {"maxConsecutiveErrors": 7}}},
+    }), env={})
+    assert cfg.server.port == schema()["properties"]["server"]["properties"]["port"]["default"]
+    assert cfg.web_search.keepalive_s * 1000 == ws_schema["keepaliveMs"]["default"]
+    assert cfg.router.routes["default"][0].priority == schema()["$defs"]["pool"]["properties"]["priority"]["default"]
+    state_props = schema()["properties"]["state"]["properties"]
+    assert cfg.state == {k: v["default"] for k, v in state_props.items() if "default" in v}
+    assert cfg.state["backend"] == "memory" and cfg.state["keyPrefix"] == "searchhub:"
+    local = cfg.web_search.limits_for("local")  # an override inherits what it leaves out
+    assert (local.max_consecutive_errors, local.max_tool_iterations) == (7, 3)
+    assert with_defaults({"server": {"port": 1}})["server"]["port"] == 1  # a value given wins

@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 
 from hub import native_stream, stream_watch
 from hub.backends.http import UpstreamError
-from hub.config import Provider
+from hub.config import parse
 
 from .fakes.broken_stream import ANSWERS
 
-PROVIDER = Provider(id="p", type="vllm", base_url="http://127.0.0.1:9/v1")
+PROVIDER = parse(json.dumps({  # built by the config, the one place provider defaults live
+    "providers": {"p": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
+    "virtualrouter": {"routing": {"default": [{"targets": ["p.m"]}]}}}), env={}).providers["p"]
 
 
 class Source:

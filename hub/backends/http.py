@@ -1,5 +1,7 @@
-"""How bytes move upstream: one pooled httpx client per process over a fast transport, and the
-errors every backend family shares."""
+"""How bytes move upstream: one pooled httpx client per process over a fast transport, the model
+calls' direct path onto its aiohttp session, and the errors every backend family shares.
+
+`_transport_error` is the one place a transport failure (aiohttp's or httpx's) becomes ours."""
 
 from __future__ import annotations
 
@@ -8,12 +10,14 @@ import os
 import random
 from collections.abc import AsyncIterator, Mapping
 
+import aiohttp
 import httpx
 import msgspec
 
-from ..config import Provider
+from ..redaction import redact_bytes
+from ..settings import Provider
 from .proxy import ProxyPolicy
-from .transport import PROXY_EXTENSION, LeanAiohttpTransport, UpstreamClient
+from .transport import PROXY_EXTENSION, LeanAiohttpTransport, Streamed, UpstreamClient
 
 _json_decode = msgspec.json.decode
 _json_encode = msgspec.json.encode
@@ -84,18 +88,23 @@ def _status_error(status: int, body: bytes, headers: httpx.Headers, provider: Pr
 def redacted(body: bytes, provider: Provider) -> bytes:
     """An error body without the credentials we sent: some services quote a rejected key back, and a
     4xx body is relayed to the client as it is."""
-    for secret in (provider.api_key, *provider.headers.values()):
-        if secret and len(secret) >= 8:  # shorter values are not keys, and would match ordinary text
-            body = body.replace(secret.encode(), b"****")  # the mask search errors and `check` use
-    return body
+    # shorter values are not keys, and would match ordinary text; so would fragments of header values
+    secrets = [s for s in (provider.api_key, *provider.headers.values()) if s and len(s) >= 8]
+    return redact_bytes(body, secrets, fragments=False) if secrets else body
 
 
 def _transport_error(e: Exception) -> UpstreamError:
-    if isinstance(e, httpx.TimeoutException) and not isinstance(e, httpx.ConnectTimeout):
-        return UpstreamError("upstream timed out", status=504)
-    if isinstance(e, httpx.ConnectError | httpx.ConnectTimeout):
+    if isinstance(e, aiohttp.ConnectionTimeoutError | aiohttp.ClientConnectorError | httpx.ConnectError
+                  | httpx.ConnectTimeout):
         return UpstreamError("cannot connect to upstream")
+    if isinstance(e, httpx.TimeoutException | TimeoutError):  # aiohttp's read timeouts are TimeoutErrors
+        return UpstreamError("upstream timed out", status=504)
     return UpstreamError(f"upstream connection failed ({type(e).__name__})")
+
+
+_TRANSPORT_ERRORS = (httpx.HTTPError, aiohttp.ClientError, OSError, TimeoutError)
+_CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, aiohttp.ClientConnectorError,
+                   aiohttp.ConnectionTimeoutError)
 
 
 async def _with_retries(fn, retries: int):
@@ -103,7 +112,7 @@ async def _with_retries(fn, retries: int):
     for attempt in range(retries + 1):
         try:
             return await fn()
-        except (httpx.ConnectError, httpx.ConnectTimeout):
+        except _CONNECT_ERRORS:
             if attempt >= retries:
                 raise
             await asyncio.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
@@ -132,14 +141,50 @@ async def _exchange(client: httpx.AsyncClient, provider: Provider, request: http
     return resp
 
 
-async def post_json(
-    client: httpx.AsyncClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
-    *, retries: int = 0, timeout: float | None = None,
-) -> dict:
-    request = _request(url, body, headers, timeout_for(provider, timeout), provider.proxy)
-    resp = await _exchange(client, provider, request, retries=retries, stream=False)
+_TIMEOUTS: dict[tuple[float, float], aiohttp.ClientTimeout] = {}
+
+
+def _aiohttp_timeout(provider: Provider, total: float | None) -> aiohttp.ClientTimeout:
+    """httpx's semantics on aiohttp: `read` bounds each wait for bytes, `connect` the connection;
+    built once per provider (a deadline-derived `total` is not cached)."""
+    read = provider.timeout_s if total is None else min(total, provider.timeout_s)
+    key = (read, provider.connect_timeout_s)
+    t = _TIMEOUTS.get(key)
+    if t is None:
+        t = aiohttp.ClientTimeout(total=None, sock_connect=provider.connect_timeout_s, sock_read=read)
+        if total is None and len(_TIMEOUTS) < 256:
+            _TIMEOUTS[key] = t
+    return t
+
+
+async def _exchange_direct(client: UpstreamClient, provider: Provider, url: str, body: dict,
+                           headers: dict[str, str], *, retries: int, total: float | None) -> aiohttp.ClientResponse:
+    """The model calls' path: aiohttp straight, no httpx objects. Same contract as `_exchange`."""
+    data = _json_encode(body)
+    timeout = _aiohttp_timeout(provider, total)
+
+    async def attempt() -> aiohttp.ClientResponse:
+        return await client.request_direct(url, data, headers, timeout, provider.proxy)
+
     try:
-        data = _json_decode(resp.content)
+        resp = await _with_retries(attempt, retries)
+    except _TRANSPORT_ERRORS as e:
+        raise _transport_error(e) from None
+    if resp.status != 200:
+        content = b""
+        try:
+            content = await resp.read()
+        except _TRANSPORT_ERRORS:
+            pass
+        finally:
+            resp.release()
+        raise _status_error(resp.status, content, resp.headers, provider)
+    return resp
+
+
+def _json_object(raw: bytes) -> dict:
+    try:
+        data = _json_decode(raw)
     except msgspec.DecodeError:
         raise UpstreamError("upstream sent invalid JSON", status=502) from None
     if not isinstance(data, dict):
@@ -147,21 +192,42 @@ async def post_json(
     return data
 
 
+async def post_json(
+    client: httpx.AsyncClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
+    *, retries: int = 0, timeout: float | None = None,
+) -> dict:
+    if isinstance(client, UpstreamClient):
+        resp = await _exchange_direct(client, provider, url, body, headers, retries=retries, total=timeout)
+        try:
+            raw = await resp.read()
+        except _TRANSPORT_ERRORS as e:
+            raise _transport_error(e) from None
+        finally:
+            resp.release()
+        return _json_object(raw)
+    request = _request(url, body, headers, timeout_for(provider, timeout), provider.proxy)
+    resp = await _exchange(client, provider, request, retries=retries, stream=False)
+    return _json_object(resp.content)
+
+
 async def open_sse(
     client: httpx.AsyncClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
     *, retries: int = 0,
-) -> httpx.Response:
+) -> httpx.Response | Streamed:
     """Send a streaming request; raise UpstreamError unless the upstream answered 200."""
+    if isinstance(client, UpstreamClient):
+        return Streamed(await _exchange_direct(client, provider, url, body, headers, retries=retries, total=None))
     request = _request(url, body, headers, timeout_for(provider), provider.proxy)
     return await _exchange(client, provider, request, retries=retries, stream=True)
 
 
-async def sse_batches(resp: httpx.Response) -> AsyncIterator[list[bytes]]:
+async def sse_batches(resp: httpx.Response | Streamed) -> AsyncIterator[list[bytes]]:
     """The payloads of the `data:` lines that each network read completed, as they arrive (one
     list per read, so a relay can forward them in one write). Closes the response at the end."""
     buf = b""
+    chunks = resp.raw.content.iter_any() if isinstance(resp, Streamed) else resp.aiter_bytes()
     try:
-        async for chunk in resp.aiter_bytes():
+        async for chunk in chunks:
             buf += chunk
             if b"\n" not in chunk:
                 continue
@@ -171,13 +237,13 @@ async def sse_batches(resp: httpx.Response) -> AsyncIterator[list[bytes]]:
                 yield batch
         if buf.startswith(b"data:"):
             yield [buf[5:].strip()]
-    except httpx.HTTPError as e:
+    except _TRANSPORT_ERRORS as e:
         raise _transport_error(e) from None
     finally:
         await resp.aclose()
 
 
-async def sse_data(resp: httpx.Response) -> AsyncIterator[bytes]:
+async def sse_data(resp: httpx.Response | Streamed) -> AsyncIterator[bytes]:
     """Yield the payload of each `data:` line as it arrives. Closes the response at the end."""
     batches = sse_batches(resp)
     try:

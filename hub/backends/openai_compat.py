@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import msgspec
 
-from ..config import Provider, Target
+from ..settings import Provider, Target
 from .http import UpstreamError, open_sse, post_json, redacted, sse_batches, sse_data
 
 # Fields only searchhub reads; a backend may reject them.

@@ -6,15 +6,15 @@ keeps its gate slot until it ends and gives it back through the dispatcher."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
 import httpx
 
 from .. import native_stream
-from ..config import Target
 from ..dispatch import Dispatcher
 from ..router import Resolution
+from ..settings import Target
 from .http import UpstreamError, open_sse, post_json
 
 log = logging.getLogger("searchhub.passthrough")
@@ -30,6 +30,7 @@ class Forward:
     stream: bool = False
     query: str = ""
     client_headers: Mapping[str, str] = field(default_factory=dict)
+    broken: Callable[[str], bytes] | None = None  # the protocol's in-band error event for a broken stream
 
 
 def anthropic_url(target: Target, fwd: Forward) -> str:
@@ -70,7 +71,8 @@ _PROTOCOLS = {"anthropic": (anthropic_url, anthropic_headers), "openai": (openai
 
 async def forward(client: httpx.AsyncClient, dispatcher: Dispatcher, resolution: Resolution, body: dict,
                   fwd: Forward) -> dict | AsyncIterator[bytes]:
-    """The provider's JSON answer, or its raw SSE bytes. A stream that breaks raises UpstreamError."""
+    """The provider's JSON answer, or its raw SSE bytes; a committed stream that breaks ends with
+    `fwd.broken`'s event (or raises UpstreamError without one)."""
     url_for, headers_for = _PROTOCOLS[resolution.candidates[0].provider.type]
 
     async def call(target: Target):
@@ -84,7 +86,20 @@ async def forward(client: httpx.AsyncClient, dispatcher: Dispatcher, resolution:
     result, target = await dispatcher.run(resolution.route, resolution.candidates, call, hold=fwd.stream)
     if not fwd.stream:
         return result
-    return dispatcher.held(native_stream.watched(result), target)
+    return dispatcher.held(_ended(native_stream.watched(result), fwd.broken), target)
+
+
+async def _ended(chunks: AsyncIterator[bytes], broken: Callable[[str], bytes] | None) -> AsyncIterator[bytes]:
+    """A committed stream that breaks ends with the protocol's error event (`Forward.broken`)."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    except UpstreamError as e:
+        if broken is None:
+            raise
+        yield broken(e.reason)
+    finally:
+        await chunks.aclose()
 
 
 async def _raw(resp: httpx.Response) -> AsyncIterator[bytes]:

@@ -1,7 +1,10 @@
-"""httpx's API over one aiohttp session, without per-request re-work.
+"""httpx's API over one aiohttp session, without per-request re-work; and the model relay's own
+path straight onto that session.
 
-httpx stays the client API (requests and responses are httpx objects, errors are httpx errors);
-aiohttp moves the bytes. Compared with the generic httpx-aiohttp transport this one caches the
+httpx stays the client API for search engines, the fetcher and the CLI (requests and responses are
+httpx objects, errors are httpx errors); aiohttp moves the bytes. Model calls (hub/backends/http.py)
+skip httpx altogether through `UpstreamClient.request_direct` and `Streamed`, on the same session
+and the same proxy routing. Compared with the generic httpx-aiohttp transport this one caches the
 aiohttp timeout objects and parsed URLs, keeps no cookies, and streams what arrives as it arrives
 (bench/README.md has the measurements). `UpstreamClient.send_direct` also skips httpx's client
 layer (auth, redirects, cookie extraction, event hooks), which the gateway's upstream calls never
@@ -120,7 +123,7 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
                 self._timeouts[key] = t
         return t
 
-    def _url(self, url: httpx.URL) -> URL:
+    def _url(self, url: httpx.URL | str) -> URL:
         s = str(url)
         u = self._urls.get(s)
         if u is None:
@@ -129,20 +132,27 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
                 self._urls[s] = u
         return u
 
+    def _via(self, url: URL, explicit: str | None, headers: list[tuple[str, str]]) -> tuple[aiohttp.ClientSession, dict]:
+        """The session and proxy arguments for one request (adds a plain request's proxy credentials
+        to headers)."""
+        route = self._route(explicit, url)
+        if route is None:
+            return self._get_session(), {}
+        if route.socks:
+            return self._socks_session(route), {}
+        proxy: dict = {"proxy": route.url}
+        auth = route.authorization
+        if auth and url.scheme == "https":  # sent with the CONNECT that opens the tunnel
+            proxy["proxy_headers"] = {"Proxy-Authorization": auth}
+        elif auth:  # a plain request goes to the proxy itself
+            headers.append(("Proxy-Authorization", auth))
+        return self._get_session(), proxy
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeout = self._timeout(request.extensions.get("timeout") or {})
         url = self._url(request.url)
-        route = self._route(request.extensions.get(PROXY_EXTENSION), url)
-        session, proxy, headers = self._get_session(), {}, request.headers.multi_items()
-        if route is not None and route.socks:
-            session = self._socks_session(route)
-        elif route is not None:
-            proxy = {"proxy": route.url}
-            auth = route.authorization
-            if auth and url.scheme == "https":  # sent with the CONNECT that opens the tunnel
-                proxy["proxy_headers"] = {"Proxy-Authorization": auth}
-            elif auth:  # a plain request goes to the proxy itself
-                headers.append(("Proxy-Authorization", auth))
+        headers = request.headers.multi_items()
+        session, proxy = self._via(url, request.extensions.get(PROXY_EXTENSION), headers)
         try:
             resp = await session.request(
                 request.method, url, data=request.content or None,
@@ -173,6 +183,21 @@ class UpstreamClient(httpx.AsyncClient):
         """The environment's proxy settings this client was made with."""
         return self.direct.proxies
 
+    async def request_direct(self, url: str, data: bytes, headers: dict[str, str], timeout: aiohttp.ClientTimeout,
+                             proxy: str | None = None) -> aiohttp.ClientResponse:
+        """POST on the transport's session (or its proxy's), without httpx objects; aiohttp's own
+        exceptions propagate (mapped to ours in hub/backends/http.py)."""
+        t = self.direct
+        u = t._url(url)
+        if proxy is None and not t._env_proxies:  # the common case: no proxy anywhere
+            session, via = t._get_session(), {}
+        else:
+            items = list(headers.items())
+            session, via = t._via(u, proxy, items)
+            headers = dict(items)
+        return await session.request("POST", u, data=data, headers=headers, timeout=timeout,
+                                     allow_redirects=False, skip_auto_headers=("user-agent",), **via)
+
     async def send_direct(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
         resp = await self.direct.handle_async_request(request)
         if not stream:
@@ -181,3 +206,34 @@ class UpstreamClient(httpx.AsyncClient):
             finally:
                 await resp.aclose()
         return resp
+
+
+class Streamed:
+    """An upstream answer straight from aiohttp, read as it arrives. Offers the few members of
+    httpx.Response that the pass-through relays use (`status_code`, `headers`, `aiter_raw`,
+    `aclose`), with httpx's errors, so they need not know which path opened it."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: aiohttp.ClientResponse) -> None:
+        self.raw = raw
+
+    @property
+    def status_code(self) -> int:
+        return self.raw.status
+
+    @property
+    def headers(self):
+        return self.raw.headers
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self.raw.content.iter_any():
+                yield chunk
+        except Exception as e:
+            raise _mapped(e) from e
+
+    aiter_bytes = aiter_raw  # the session decompresses already
+
+    async def aclose(self) -> None:
+        self.raw.release()

@@ -29,11 +29,7 @@ from .tools import ToolContext
 KEY_ENV = "SEARCHHUB_API_KEY"
 
 
-def run_stdio(args: argparse.Namespace) -> int:
-    path = cfgmod.config_path(args.config)
-    cfg = cfgmod.load_or_report(path)
-    if cfg is None:
-        return 1
+def run_stdio(args: argparse.Namespace, cfg: cfgmod.Config, path: str) -> int:
     key = None
     presented = os.environ.get(KEY_ENV)
     if presented and cfg.server.api_keys:

@@ -12,10 +12,10 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-from ..config import EngineConfig
 from ..search import render
 from ..search.base import BUDGET_EXHAUSTED, RECENCY, SearchResult
 from ..search.metered import MeteredSearch
+from ..settings import EngineConfig
 
 MAX_COUNT = 50
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import Target
+from ..settings import Target
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError, Parsed, RawHit, SearchRequest, as_dict, as_list
 from .engine import malformed
 from .model import ModelEngine, int_option

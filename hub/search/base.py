@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from ..config import EngineConfig
+    from ..settings import EngineConfig
 
 RECENCY = ("oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit")
 RECENCY_DAYS = {"oneDay": 1, "oneWeek": 7, "oneMonth": 31, "oneYear": 365}

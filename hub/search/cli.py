@@ -24,11 +24,7 @@ from .service import SearchService
 SNIPPET_CHARS = 240
 
 
-def run_search(args: argparse.Namespace) -> int:
-    path = cfgmod.config_path(args.config)
-    cfg = cfgmod.load_or_report(path)
-    if cfg is None:
-        return 1
+def run_search(args: argparse.Namespace, cfg: cfgmod.Config, path: str) -> int:
     if not cfg.web_search.engines:
         print(f"{path}: no web search engine is configured (webSearch.engines is empty)", file=sys.stderr)
         return 1
@@ -97,11 +93,7 @@ def describe_engines(cfg: cfgmod.Config) -> list[dict]:
     return rows
 
 
-def run_engines(args: argparse.Namespace) -> int:
-    path = cfgmod.config_path(args.config)
-    cfg = cfgmod.load_or_report(path)
-    if cfg is None:
-        return 1
+def run_engines(args: argparse.Namespace, cfg: cfgmod.Config, path: str) -> int:
     rows = describe_engines(cfg)
     if not rows:
         print(f"{path}: no web search engine is configured (webSearch.engines is empty)", file=sys.stderr)

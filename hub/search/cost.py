@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..config import EngineConfig
+from ..settings import EngineConfig
 from .base import SearchResult
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends import openai_compat
-from ..config import Target
+from ..settings import Target
 from .base import Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from .engine import malformed
 from .model import ModelEngine, cited_links

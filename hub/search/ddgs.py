@@ -17,10 +17,10 @@ from ddgs import DDGS
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
 from ..backends.proxy import DIRECT, mask_proxy
-from ..config import EngineConfig
+from ..redaction import redact
+from ..settings import EngineConfig
 from .base import TOO_MANY_REQUESTS, EngineError, Parsed, RawHit, SearchRequest
 from .engine import Engine, EngineContext, site_query
-from .fetch import redact
 from .sanitize import clean_text
 
 TIMELIMIT = {"oneDay": "d", "oneWeek": "w", "oneMonth": "m", "oneYear": "y"}

@@ -12,11 +12,12 @@ from typing import Any, ClassVar
 import httpx
 
 from ..backends.proxy import ProxyPolicy, proxy_secrets
-from ..config import EngineConfig, WebSearchConfig
 from ..dispatch import Dispatcher
+from ..redaction import redact
 from ..router import Router
+from ..settings import EngineConfig, WebSearchConfig
 from .base import UNAVAILABLE, EngineError, Parsed, SearchRequest, SearchResult, failure
-from .fetch import Outgoing, fetch_json, redact
+from .fetch import Outgoing, fetch_json
 from .sanitize import bound
 
 log = logging.getLogger("searchhub.search")

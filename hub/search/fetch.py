@@ -12,6 +12,7 @@ import msgspec
 
 from ..backends.http import send
 from ..backends.transport import PROXY_EXTENSION
+from ..redaction import redact
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError
 from .sanitize import clean_text, truncate
 
@@ -115,32 +116,3 @@ def _find_message(data: Any, depth: int = 0) -> str | None:
     return None
 
 
-FRAGMENT = 8  # this many characters of a key in a row count as the key
-
-
-def redact(text: str, secrets: Iterable[str | None]) -> str:
-    """Mask every secret, and every run of FRAGMENT or more characters taken from one (providers
-    like to echo a key's first or last characters back)."""
-    for s in secrets:
-        if not s or len(s) < 4:
-            continue
-        text = text.replace(s, "****")
-        if len(s) < FRAGMENT:
-            continue
-        grams = {s[i:i + FRAGMENT] for i in range(len(s) - FRAGMENT + 1)}
-        covered = [False] * len(text)
-        for i in range(len(text) - FRAGMENT + 1):
-            if text[i:i + FRAGMENT] in grams:
-                covered[i:i + FRAGMENT] = [True] * FRAGMENT
-        if any(covered):
-            out, i = [], 0
-            while i < len(text):
-                if covered[i]:
-                    while i < len(text) and covered[i]:
-                        i += 1
-                    out.append("****")
-                else:
-                    out.append(text[i])
-                    i += 1
-            text = "".join(out)
-    return text

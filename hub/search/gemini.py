@@ -7,7 +7,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from ..config import Target
+from ..settings import Target
 from .base import EngineError, Parsed, RawHit, SearchRequest, as_dict, as_list, first_str, recency_start
 from .engine import malformed
 from .locale import language_tag, location_hint

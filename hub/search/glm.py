@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends import openai_compat
-from ..config import Target
+from ..settings import Target
 from .base import Parsed, RawHit, SearchRequest, as_dict, as_list
 from .engine import malformed
 from .locale import location_hint

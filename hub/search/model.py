@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 from ..backends.http import UpstreamError, post_json
 from ..backends.proxy import proxy_secrets
-from ..config import SEARCH_ROUTE, EngineConfig, Target
 from ..dispatch import AllTargetsFailed
+from ..settings import SEARCH_ROUTE, EngineConfig, Target
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError, Parsed, RawHit, SearchRequest
 from .engine import Engine, EngineContext
 from .fetch import status_error

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends import openai_compat
-from ..config import Target
+from ..settings import Target
 from .base import EngineError, Parsed, SearchRequest, as_dict, as_list, first_str
 from .engine import malformed
 from .model import ModelEngine, Post, cited_links

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ..config import EngineConfig
+from ..settings import EngineConfig
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, Hit, Parsed, RawHit, SearchRequest, SearchResult, failure
 from .engine import Engine, EngineContext
 from .sanitize import bound, dedup_key

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..backends import openai_compat
-from ..config import Target
+from ..settings import Target
 from .base import Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from .engine import malformed
 from .model import ModelEngine, int_option

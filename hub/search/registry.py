@@ -5,7 +5,7 @@ Sonar chat models as a provider type; `ollama` is the hosted search API and a lo
 
 from __future__ import annotations
 
-from ..config import Config, EngineConfig
+from ..settings import Config, EngineConfig
 from .anthropic import AnthropicEngine
 from .baidu import BaiduEngine
 from .bocha import BochaEngine

@@ -14,9 +14,9 @@ import httpx
 from .. import metrics
 from ..activity import Activity
 from ..backends.proxy import ProxyPolicy
-from ..config import Config, EngineConfig
 from ..dispatch import Dispatcher
 from ..router import Router
+from ..settings import Config, EngineConfig
 from ..store.base import Store
 from .base import (
     INVALID_TOOL_INPUT,

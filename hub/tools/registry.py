@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import httpx
 
 from ..budget import Budget
-from ..config import Config
 from ..fetcher import Fetcher, UrlPolicy
 from ..search.service import SearchService
+from ..settings import Config
 from .base import ServerTool
 from .web_fetch import WebFetch
 from .web_search import WebSearch

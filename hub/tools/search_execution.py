@@ -17,11 +17,11 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 
 from .. import metrics
-from ..config import WebSearchConfig
 from ..events import Options, Outcome, ToolFinished, ToolStarted
 from ..ids import random_alnum
 from ..search import render
 from ..search.base import INVALID_TOOL_INPUT, failure
+from ..settings import WebSearchConfig
 from .base import HostedSearch, ToolRequest
 from .keepalive import Feed, with_keepalive
 from .web_search import SearchCall, WebSearch

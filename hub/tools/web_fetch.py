@@ -17,12 +17,12 @@ import msgspec
 from .. import metrics
 from ..budget import Budget
 from ..citations import Source
-from ..config import WebFetchConfig
 from ..fetcher import Fetcher, FetchResult, UrlPolicy, normalize, redact, tool_content
 from ..fetcher.content import UNTRUSTED_NOTE
 from ..fetcher.result import MAX_USES_EXCEEDED, TOO_MANY_REQUESTS, failure
 from ..keys import ANONYMOUS
 from ..search.sanitize import truncate
+from ..settings import WebFetchConfig
 from . import passages
 from .arguments import ArgumentError, dumps, parse_arguments
 from .base import Hosted, Rendered, ToolCall, ToolRequest

@@ -17,11 +17,11 @@ from typing import Any, ClassVar
 
 from .. import metrics
 from ..budget import Budget
-from ..config import WebSearchConfig
 from ..search import render
 from ..search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchResult, failure
 from ..search.metered import MeteredSearch
 from ..search.service import SearchService
+from ..settings import WebSearchConfig
 from .arguments import ArgumentError, dumps, message, parse_arguments
 from .base import Hosted, Rendered, ToolCall, ToolRequest
 
