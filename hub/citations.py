@@ -23,11 +23,16 @@ class Source:
 
 
 def sources_from_content(content: str) -> list[Source]:
-    """Recover the numbered sources of a tool message written by hub/search/render.py (spliced history)."""
+    """Recover the numbered sources of a tool message written by hub/search/render.py or a fetched
+    page's (hub/tools/web_fetch.py), for spliced history."""
     try:
         payload = msgspec.json.decode(content)
     except msgspec.DecodeError:
         return []
+    if isinstance(payload, dict) and isinstance(payload.get("n"), int) and isinstance(payload.get("url"), str):
+        url = payload.get("final_url") if isinstance(payload.get("final_url"), str) and payload["final_url"] else \
+            payload["url"]
+        return [Source(payload["n"], url, str(payload.get("title") or ""), str(payload.get("text") or "")[:300])]
     if not isinstance(payload, dict) or not isinstance(payload.get("results"), list):
         return []
     out = []

@@ -23,6 +23,7 @@ from .settings import (  # noqa: F401 - the typed config, re-exported for the lo
     SELF_HOSTED_TYPES,
     Config,
     EngineConfig,
+    FetchOffer,
     Limits,
     Pool,
     Provider,
@@ -31,6 +32,7 @@ from .settings import (  # noqa: F401 - the typed config, re-exported for the lo
     Target,
     TelemetryConfig,
     TraceConfig,
+    WebFetchConfig,
     WebSearchConfig,
     mask,
     mask_url,
@@ -286,6 +288,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
     )
 
     web_search = _build_web_search(raw["webSearch"], providers, routes, errors)
+    web_fetch = _build_web_fetch(raw.get("webFetch", {}), providers, errors)
 
     aliases = raw.get("modelAliases", {})
     state = dict(raw["state"])
@@ -300,6 +303,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
         model_aliases=aliases,
         state=state,
         responses_ttl_s=raw["responses"]["storeTtlMs"] / 1000,
+        web_fetch=web_fetch,
         trace=_trace(raw["trace"]),
         telemetry=_telemetry(raw["telemetry"]),
     )
@@ -433,6 +437,50 @@ def _build_web_search(
         keepalive_s=ws["keepaliveMs"] / 1000,
         baidu_preference=ws["baiduPreference"],
         side_requests=compile_side_config(ws.get("sideRequests"), errors),
+    )
+
+
+def _fetch_offer(d: dict, base: FetchOffer) -> FetchOffer:
+    return FetchOffer(
+        enabled=d.get("enabled", base.enabled),
+        inject_policy=d.get("injectPolicy", base.inject_policy),
+        max_fetches_per_turn=d.get("maxFetchesPerTurn", base.max_fetches_per_turn),
+    )
+
+
+def _build_web_fetch(wf: dict, providers: dict[str, Provider], errors: list[str]) -> WebFetchConfig:
+    import ipaddress
+
+    offer = _fetch_offer(wf, FetchOffer())
+    per_backend = {}
+    for pid, override in wf.get("perBackend", {}).items():
+        if pid not in providers:
+            errors.append(f"webFetch.perBackend.{pid}: unknown provider '{pid}'")
+            continue
+        per_backend[pid] = _fetch_offer(override, offer)
+
+    for i, entry in enumerate(wf.get("allowHosts", [])):
+        e = entry.strip().strip("[]")
+        if "/" in e:
+            try:
+                ipaddress.ip_network(e, strict=False)
+            except ValueError:
+                errors.append(f"webFetch.allowHosts[{i}]: '{entry}' is neither a host name nor a CIDR network")
+    return WebFetchConfig(
+        offer=offer,
+        per_backend=per_backend,
+        allow_private=wf.get("allowPrivate", False),
+        allow_hosts=tuple(wf.get("allowHosts", ())),
+        allow_ports=tuple(wf.get("allowPorts", (80, 443))),
+        allowed_domains=tuple(wf.get("allowedDomains", ())),
+        blocked_domains=tuple(wf.get("blockedDomains", ())),
+        require_prior_context=wf.get("requirePriorContext", True),
+        max_bytes=wf.get("maxBytes", 5 * 1024 * 1024),
+        max_chars=wf.get("maxChars", 50_000),
+        timeout_s=wf.get("timeoutMs", 15000) / 1000,
+        connect_timeout_s=wf.get("connectTimeoutMs", 5000) / 1000,
+        max_redirects=wf.get("maxRedirects", 5),
+        cache_ttl_s=wf.get("cacheTtlMs", 900000) / 1000,
     )
 
 

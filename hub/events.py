@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .tools.base import HostedSearch, ToolCall
+from .tools.base import HostedFetch, HostedSearch, ToolCall
 
 if TYPE_CHECKING:
     from .keys import ApiKey
@@ -44,6 +44,7 @@ class Options:
 
     force_search: bool | None = None  # True/False: client override; None: policy decides
     hosted: HostedSearch | None = None
+    hosted_fetch: HostedFetch | None = None  # the client offered a hosted fetch (Anthropic web_fetch)
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)
     client_key: str = ""  # identifies the caller for chain hashing (never logged)
     client_agent: str = ""  # the User-Agent: with the key, which client a side request comes from

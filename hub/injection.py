@@ -2,8 +2,8 @@
 serve it, the request and the chain's sticky state. Tests call `decide` directly.
 
 Order: only self-hosted backends (or those opted in with `webSearch.perBackend`), or any backend
-when the client offered a hosted search tool; a request override (`web_search: false`) turns it off;
-a forced or hosted search, or the client's own tool of the same name, turns it on; a client tool
+when the client offered a hosted search or fetch tool; a request override (`web_search: false`) turns it off;
+a forced or hosted search, a hosted fetch, or the client's own tool of the same name, turns it on; a client tool
 that searches the web under another name (`WebSearch`, `google_search`; hub/client_search.py) is
 left alone, local searches (`grep_search`, `tool_search`) are not; a client's side request (a title,
 summary or memory extraction, hub/side_requests.py) is not a search turn; otherwise the policy: `always`, `never`,
@@ -19,7 +19,7 @@ from .chain import ChainState
 from .client_search import client_web_search
 from .intent import Intent, classify, latest_user_text
 from .settings import Limits, Provider, WebSearchConfig
-from .tools.base import HostedSearch
+from .tools.base import HostedFetch, HostedSearch
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,7 @@ class Request:
     force: bool | None = None  # True/False: client override; None: policy decides
     hosted: HostedSearch | None = None
     side: bool = False  # a client's side request (title, summary, memory): hub/side_requests.py
+    hosted_fetch: HostedFetch | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +57,19 @@ def tool_name(tool: object) -> str | None:
 
 
 def request_of(body: dict, messages: list[dict], *, force: bool | None, hosted: HostedSearch | None,
-               side: bool = False) -> Request:
+               side: bool = False, hosted_fetch: HostedFetch | None = None) -> Request:
     opted_in = body.get("enable_web_search") is True or isinstance(body.get("web_search_options"), dict)
-    return Request(messages, body.get("tools") or [], opted_in, force, hosted, side)
+    return Request(messages, body.get("tools") or [], opted_in, force, hosted, side, hosted_fetch)
 
 
-def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: HostedSearch | None, force: bool | None) -> bool:
+def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: HostedSearch | None, force: bool | None,
+             hosted_fetch: HostedFetch | None = None) -> bool:
     """Could this request get the tools at all (before looking at its messages)?"""
-    if force is False or not ws.engines:
+    if force is False:
+        return False
+    if hosted_fetch is not None:
+        return True  # a fetch needs no search engine
+    if not ws.engines:
         return False
     if hosted is not None:
         return True
@@ -83,7 +89,7 @@ def ineligible_reason(ws: WebSearchConfig, provider: Provider, force: bool | Non
 
 
 def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: ChainState | None = None) -> Decision:
-    if not eligible(ws, provider, hosted=request.hosted, force=request.force):
+    if not eligible(ws, provider, hosted=request.hosted, force=request.force, hosted_fetch=request.hosted_fetch):
         return Decision(False, reason=ineligible_reason(ws, provider, request.force))
     names = [tool_name(t) for t in request.tools]
     client_has_tool = ws.tool_name in names
@@ -91,7 +97,7 @@ def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: Cha
     limits: Limits = ws.limits_for(provider.id)
     intent = None
     by_intent = False
-    if request.hosted is not None or request.force or client_has_tool:
+    if request.hosted is not None or request.hosted_fetch is not None or request.force or client_has_tool:
         inject = True
         reason = ("the client offered hosted web search" if request.hosted is not None else
                   "the client forced search" if request.force else "the client offers the tool itself")

@@ -68,6 +68,17 @@ class LoopState:
             self.sources[s.n] = s
             self.next_n = max(self.next_n, s.n + 1)
 
+    def uses(self, tool: ServerTool, pending: list[tuple[int, ServerTool, ToolCall]]) -> int:
+        """Calls of this tool in the turn so far, this round's included (refused ones count, as
+        Anthropic counts failed calls against max_uses)."""
+        kind = tool.call_type
+        return sum(isinstance(c, kind) for c in self.calls) + sum(t is tool for _, t, _ in pending)
+
+    @property
+    def room(self) -> int:
+        """Bytes left in the tool-result budget."""
+        return max(0, self.limits.max_total_result_bytes - self.result_bytes)
+
     def take(self, size: int) -> bool:
         """Room for `size` more bytes of results in the budget? Stops the loop when not."""
         if self.result_bytes + size > self.limits.max_total_result_bytes:
@@ -86,7 +97,6 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
     messages: list[dict | None] = [None] * len(calls)
     shown: list[ToolCall | None] = [None] * len(calls)  # calls in call order, for clients that show them
     jobs: list[tuple[int, ServerTool, ToolCall]] = []
-    hosted = state.request.hosted
     bad_arguments = 0
     for i, raw in enumerate(calls):
         fn = raw.get("function") or {}
@@ -103,7 +113,8 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
             messages[i] = _tool(call_id, error_text(f"you already {call.label}; answer from the results above"))
             state.stop("repeated_query")
             continue
-        if hosted and hosted.max_uses is not None and len(state.calls) + len(jobs) >= hosted.max_uses:
+        limit = tool.max_uses(state.request)
+        if limit is not None and state.uses(tool, jobs) >= limit:
             tool.refuse(call, MAX_USES, "max_uses exceeded")
             shown[i] = call
             if emit:
@@ -124,7 +135,7 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
             shown[i] = call
             if state.trace is not None:
                 state.trace.ran(tool.name, state.rounds, call, seconds)
-            rendered = tool.render(call, state.next_n)
+            rendered = tool.render(call, state.next_n, state.room)
             if not call.ok:
                 errors += 1
                 text = rendered.text
@@ -144,7 +155,10 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
     elif attempted:
         state.consecutive_errors = 0
     state.calls.extend(c for c in shown if c is not None)
-    return [m for m in messages if m is not None]
+    out = [m for m in messages if m is not None]
+    for m in out:
+        state.request.transcript.add(m)
+    return out
 
 
 async def _timed(run) -> float:

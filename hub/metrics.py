@@ -46,6 +46,24 @@ WEB_SEARCH_INJECTIONS = Counter(
 WEB_SEARCH_CACHE = Counter(
     "web_search_cache_total", "Search cache lookups.", ["outcome"], registry=REGISTRY
 )
+WEB_FETCH_CALLS = Counter(
+    "web_fetch_calls_total", "Executed web fetches, by outcome ('ok' or a web_fetch error code).", ["outcome"],
+    registry=REGISTRY,
+)
+WEB_FETCH_DURATION = Histogram(
+    "web_fetch_call_duration_seconds", "Fetch latency, extraction included.", ["outcome"], registry=REGISTRY,
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 30, 60),
+)
+WEB_FETCH_BYTES = Counter(
+    "web_fetch_bytes_total", "Response body bytes read from the network by fetches.", registry=REGISTRY
+)
+WEB_FETCH_BLOCKED = Counter(
+    "web_fetch_blocked_total", "Fetches refused by policy, by reason (scheme, credentials, port, local, "
+    "private, domain_blocked, not_in_context, ...).", ["reason"], registry=REGISTRY,
+)
+WEB_FETCH_CACHE = Counter(
+    "web_fetch_cache_total", "Fetch cache lookups.", ["outcome"], registry=REGISTRY
+)
 SEARCH_COST = Counter(
     "searchhub_search_cost_total", "Search cost by the engines' configured prices, by API key name and engine.",
     ["key", "engine"], registry=REGISTRY,

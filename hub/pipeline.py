@@ -28,7 +28,7 @@ from .router import Router
 from .settings import Config, Limits, Provider, Target
 from .side_requests import ClientTools, classify_side
 from .store import Store
-from .tools.base import ToolRequest
+from .tools.base import ToolRequest, Transcript
 from .tools.keepalive import Feed, with_keepalive
 from .tools.registry import ServerTools
 from .trace import Trace
@@ -221,8 +221,8 @@ class Pipeline:
         if opts.hosted is not None and not ws.engines:
             log.warning("the client offered hosted web search, but no engine is configured "
                         "(webSearch.engines): answering without search")
-        if session.continues and any(eligible(ws, t.provider, hosted=opts.hosted, force=opts.force_search)
-                                     for t in res.candidates):
+        if session.continues and any(eligible(ws, t.provider, hosted=opts.hosted, force=opts.force_search,
+                                              hosted_fetch=opts.hosted_fetch) for t in res.candidates):
             chain_id_var.set(session.key[6:18])
             if tr is not None:
                 tr.chain = session.key[6:18]
@@ -244,13 +244,14 @@ class Pipeline:
         ws = self.config.web_search
         body, opts, messages = routing.body, routing.opts, routing.messages
         plan = Plan(routing.route, routing.candidates, body, ws.limits_for(provider.id), routing.session)
-        if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search):
+        if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search, hosted_fetch=opts.hosted_fetch):
             plan.ineligible = ineligible_reason(ws, provider, opts.force_search)
             return plan
         plan.prior = routing.prior
         if routing.side is None:  # once per request: it notes whether the client uses tools
             routing.side = self._side_request(body, opts)
-        request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted, side=routing.side)
+        request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted, side=routing.side,
+                             hosted_fetch=opts.hosted_fetch)
         decision = decide(ws, provider, request, routing.state)
         if decision.by_intent and decision.intent is not None and not routing.counted:
             routing.counted = True
@@ -258,7 +259,7 @@ class Pipeline:
             metrics.INTENT_DECISIONS.labels(intent.language or "none", intent.rule or "none",
                                             "search" if intent.search else "no").inc()
         plan.decision = decision
-        plan.body = self._inject(plan, body, messages, decision, opts) if decision.inject else (
+        plan.body = self._inject(plan, body, messages, decision, opts, provider.id) if decision.inject else (
             body if messages is body["messages"] else {**body, "messages": messages})
         return plan
 
@@ -286,16 +287,20 @@ class Pipeline:
             metrics.SEARCH_MODE.labels("tool").inc()
         return plan
 
-    def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options) -> dict:
-        """The request with our tools added (those the client does not offer itself)."""
+    def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options,
+                provider: str) -> dict:
+        """The request with our tools added (those offered to this request that the client does not
+        offer itself)."""
         count = CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
         location, chat_count = search_options(body)  # chat's web_search_options
         plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, baidu=decision.baidu,
                                    count_hint=count or chat_count, user_location=location,
-                                   key=opts.key, bill=opts.bill)
-        plan.served = self.tools.names
+                                   key=opts.key, bill=opts.bill, hosted_fetch=opts.hosted_fetch, provider=provider,
+                                   transcript=Transcript(messages))
+        chosen = [t for t in self.tools if t.offered(plan.request)]
+        plan.served = frozenset(t.name for t in chosen)
         offered = {tool_name(t) for t in body.get("tools") or []}
-        added = [t.schema(plan.request) for t in self.tools if t.name not in offered]
+        added = [t.schema(plan.request) for t in chosen if t.name not in offered]
         new_body = {**body, "messages": messages}
         if added:
             new_body["tools"] = [*(body.get("tools") or []), *added]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from . import config as cfgmod
-from . import metrics
+from . import fetcher, metrics
 from .activity import Activity
 from .backends.http import make_client
 from .budget import Budget
@@ -59,13 +59,24 @@ class Runtime:
         self.search = SearchService(config, shared.client, self.router, self.dispatcher, shared.store,
                                     activity=shared.activity)
         self.budget = Budget(shared.store)
-        self.tools = build_tools(Parts(config, shared.client, self.search, self.budget))
+        # the page fetcher keeps its own guarded connection pool (hub/fetcher/connect.py)
+        self.fetch = fetcher.build(config.web_fetch, shared.store) if config.web_fetch.enabled else None
+        self.tools = build_tools(Parts(config, shared.client, self.search, self.budget, self.fetch))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
 
     def metered(self, key: ApiKey | None, bill: SearchBill | None = None) -> MeteredSearch:
         """This config's search on behalf of one API key (its budget and cost)."""
         return MeteredSearch(self.search, self.budget, key, bill)
+
+    async def aclose(self, delay_s: float = 0.0) -> None:
+        """Close what this config built for itself (the fetcher's connections), after `delay_s` so
+        requests still running on it finish first."""
+        if self.fetch is None:
+            return
+        if delay_s:
+            await asyncio.sleep(delay_s)
+        await self.fetch[0].aclose()
 
 
 class Gateway:
@@ -82,6 +93,7 @@ class Gateway:
         self._watch_task: asyncio.Task | None = None
         self._state_errors_seen = 0
         self._state_degraded = False
+        self._closing: set[asyncio.Task] = set()  # retired runtimes waiting to close
 
     def _file_stamp(self) -> tuple | None:
         try:
@@ -108,7 +120,10 @@ class Gateway:
     async def stop(self) -> None:
         if self._watch_task:
             self._watch_task.cancel()
+        for task in list(self._closing):
+            task.cancel()
         if self.runtime:
+            await self.runtime.aclose()
             await self.runtime.shared.traces.stop()
             self.runtime.shared.telemetry.shutdown()
             await self.runtime.shared.client.aclose()
@@ -145,6 +160,15 @@ class Gateway:
             self._stamp = stamp
             self.reload()
 
+    def _retire(self, runtime: Runtime, grace_s: float) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # reloaded from outside the event loop (a test): nothing to schedule on
+            return
+        task = loop.create_task(runtime.aclose(grace_s))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
     def reload(self) -> bool:
         """Load the file again; swap it in if valid, else keep serving the previous config."""
         assert self.runtime is not None
@@ -165,7 +189,8 @@ class Gateway:
             log.exception("config reload failed, still serving the previous config")
             return False
         runtime.shared.traces.configure(config.trace)
-        self.runtime = runtime  # one reference assignment: atomic for every request that starts after it
+        retired, self.runtime = self.runtime, runtime  # one reference assignment: atomic for every request that starts after it
+        self._retire(retired, config.server.shutdown_grace_s)
         self.loaded_at = time.time()
         self.last_reload_error = None
         metrics.CONFIG_RELOADS.labels("ok").inc()

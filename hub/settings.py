@@ -117,6 +117,44 @@ class WebSearchConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FetchOffer:
+    """When the web_fetch tool is offered to a backend's models, and how often one turn may call it."""
+
+    enabled: bool = True
+    inject_policy: str = "always"  # always: beside every web_search; hosted: only when a client's hosted tool asks
+    max_fetches_per_turn: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class WebFetchConfig:
+    """The webFetch section: the tool's offer (per backend) and the fetcher's safety policy and limits
+    (hub/fetcher/)."""
+
+    offer: FetchOffer = FetchOffer()
+    per_backend: dict[str, FetchOffer] = field(default_factory=dict)
+    allow_private: bool = False
+    allow_hosts: tuple[str, ...] = ()
+    allow_ports: tuple[int, ...] = (80, 443)
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+    require_prior_context: bool = True
+    max_bytes: int = 5 * 1024 * 1024
+    max_chars: int = 50_000
+    timeout_s: float = 15.0
+    connect_timeout_s: float = 5.0
+    max_redirects: int = 5
+    cache_ttl_s: float = 900.0
+
+    @property
+    def enabled(self) -> bool:
+        """Offered to some backend at all (else the tool is not built)."""
+        return self.offer.enabled or any(o.enabled for o in self.per_backend.values())
+
+    def offer_for(self, provider_id: str) -> FetchOffer:
+        return self.per_backend.get(provider_id, self.offer)
+
+
+@dataclass(frozen=True, slots=True)
 class ServerConfig:
     host: str
     port: int
@@ -165,6 +203,7 @@ class Config:
     state: dict
     responses_ttl_s: float
     raw_hash: str = ""
+    web_fetch: WebFetchConfig = field(default_factory=WebFetchConfig)
     trace: TraceConfig = field(default_factory=TraceConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
 

@@ -223,7 +223,7 @@ async def create_message(request: Request) -> Response:
         chat["model"] = model
         input_tokens = estimate_input_tokens(body)
         opts = options(request, body)
-        opts.hosted = ctx.hosted
+        opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
         query = search_execution_query(body)
         if query is not None:
             if rt.tools.search is None:

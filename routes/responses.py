@@ -104,7 +104,7 @@ async def create_response(request: Request) -> Response:
             return await _passthrough(rt, body, native)
         chat, ctx = to_chat(body, history=await stored_responses.history(rt.store, body))
         opts = options(request, body)
-        opts.hosted = ctx.hosted
+        opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
         if opts.force_search is None and ctx.force_search:
             opts.force_search = True
         if ctx.stream:

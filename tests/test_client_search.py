@@ -152,6 +152,6 @@ def test_recorded_qwen_code_request_gets_web_search(gateway, fake_model, search_
                                         if line.startswith("data: {") and json.loads(line[6:])["choices"])
     first = fake_model.requests[0]
     assert "grep_search" in tool_names(first) and "tool_search" in tool_names(first)
-    assert tool_names(first)[-1] == "web_search"  # injected beside the client's own tools
+    assert tool_names(first)[-2:] == ["web_search", "web_fetch"]  # injected beside the client's own tools
     assert len(search_fakes.calls("searxng")) == 1
     assert fake_model.requests[1]["messages"][-1]["role"] == "tool"

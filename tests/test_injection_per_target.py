@@ -77,7 +77,7 @@ def test_commercial_fallback_opted_in_gets_the_tool(gateway, fake_model, search_
     search_fakes.script("searxng", Reply())
     fake_model.default = answer_after_search
     assert ask(gw, stream) == "Rust 1.91.0 [1]."
-    assert [t["function"]["name"] for t in fake_model.requests[0]["tools"]] == ["web_search"]
+    assert [t["function"]["name"] for t in fake_model.requests[0]["tools"]] == ["web_search", "web_fetch"]
     assert len(search_fakes.calls("searxng")) == 1
 
 
@@ -92,7 +92,7 @@ def test_self_hosted_fallback_gets_the_tool_after_a_commercial_first(gateway, fa
     first_rounds = [r for r in fake_model.requests if r["messages"][-1]["role"] == "user"]
     assert len(first_rounds) == 2
     for sent in first_rounds:
-        assert [t["function"]["name"] for t in sent["tools"]] == ["web_search"]
+        assert [t["function"]["name"] for t in sent["tools"]] == ["web_search", "web_fetch"]
     assert len(search_fakes.calls("searxng")) == 2
 
 
@@ -111,7 +111,7 @@ def test_the_fallbacks_own_policy_applies(gateway, fake_model, search_fakes, str
     gw2 = gateway(config(search_fakes, self_hosted(DOWN.format(free_port())), self_hosted(fake_model.url),
                          per_backend={"first": {"injectPolicy": "never"}}), name="second.json")
     assert ask(gw2, stream) == "Rust 1.91.0 [1]."
-    assert [t["function"]["name"] for t in fake_model.requests[0]["tools"]] == ["web_search"]
+    assert [t["function"]["name"] for t in fake_model.requests[0]["tools"]] == ["web_search", "web_fetch"]
 
 
 def test_later_rounds_fail_over_only_to_targets_that_get_the_tool(gateway, fake_model, fake_model_b,

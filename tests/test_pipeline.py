@@ -83,13 +83,13 @@ def test_overrides(gateway, fake_model, search_fakes) -> None:
     assert "tools" not in fake_model.requests[-1]
     client.chat.completions.create(model="d", messages=[{"role": "user", "content": "hello"}],
                                    extra_body={"web_search": True})
-    assert tool_names(fake_model.requests[-1]) == ["web_search"]
+    assert tool_names(fake_model.requests[-1]) == ["web_search", "web_fetch"]
     client.chat.completions.create(model="d", messages=[{"role": "user", "content": "hello"}],
                                    extra_headers={"x-searchhub-web-search": "on"})
-    assert tool_names(fake_model.requests[-1]) == ["web_search"]
+    assert tool_names(fake_model.requests[-1]) == ["web_search", "web_fetch"]
     client.chat.completions.create(model="d", messages=[{"role": "user", "content": "hello"}],
                                    web_search_options={})
-    assert tool_names(fake_model.requests[-1]) == ["web_search"]
+    assert tool_names(fake_model.requests[-1]) == ["web_search", "web_fetch"]
 
 
 @pytest.mark.parametrize(("policy", "text", "opt_in", "injected"), [
@@ -130,7 +130,7 @@ def test_commercial_backend_untouched_unless_per_backend(gateway, fake_model, se
     gw.write_config(cfg)
     gw.gateway.reload()
     ask(gw, "search the web for rust")
-    assert tool_names(fake_model.requests[-1]) == ["web_search"]
+    assert tool_names(fake_model.requests[-1]) == ["web_search", "web_fetch"]
 
 
 def test_client_search_tool_left_alone_and_client_web_search_serviced(gateway, fake_model, search_fakes) -> None:
@@ -144,7 +144,7 @@ def test_client_search_tool_left_alone_and_client_web_search_serviced(gateway, f
         "type": "object", "properties": {"query": {"type": "string"}}}}}
     fake_model.script(answer_after_search("done [1]"), answer_after_search("done [1]"))
     r = ask(gw, "hello", tools=[own])
-    assert tool_names(fake_model.requests[0]) == ["web_search"]  # no second tool
+    assert tool_names(fake_model.requests[0]) == ["web_search", "web_fetch"]  # no second web_search
     assert r.choices[0].message.content == "done [1]" and r.choices[0].message.tool_calls is None
 
 
@@ -315,7 +315,7 @@ def test_sticky_chain_and_isolation(gateway, fake_model, search_fakes) -> None:
     assert tool_names(fake_model.requests[-1]) == ["get_weather"]
     # Chain A's follow-up keeps the tool (sticky), without any override.
     client.chat.completions.create(model="d", messages=chain_a, tools=[weather])
-    assert tool_names(fake_model.requests[-1]) == ["get_weather", "web_search"]
+    assert tool_names(fake_model.requests[-1]) == ["get_weather", "web_search", "web_fetch"]
     # The final answer ('stop') dropped the sticky state.
     client.chat.completions.create(model="d", messages=chain_a, tools=[weather])
     assert tool_names(fake_model.requests[-1]) == ["get_weather"]

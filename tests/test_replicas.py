@@ -97,7 +97,7 @@ def test_chain_started_on_a_continues_on_b(gateway, fake_model, search_fakes, re
     r = sdk(b).chat.completions.create(model="d", messages=history, tools=[WEATHER])
     assert r.choices[0].message.content == "answer 1 [1]"
     follow_up = fake_model.requests[-1]
-    assert tool_names(follow_up) == ["get_weather", "web_search"]  # still injected: the chain is sticky on B
+    assert tool_names(follow_up) == ["get_weather", "web_search", "web_fetch"]  # still injected: the chain is sticky on B
     assert_spliced(follow_up["messages"], 1)
     assert r.choices[0].message.annotations  # the hidden search's sources cite on B
     assert len(search_fakes.calls("searxng")) == 1
@@ -184,7 +184,7 @@ def test_200_interleaved_chains_never_see_each_other(gateway, fake_model, search
     for req in follow_ups:
         n = re.search(r"topic (\d+)", req["messages"][0]["content"]).group(1)
         assert_spliced(req["messages"], n)
-        assert tool_names(req) == ["get_weather", "web_search"]
+        assert tool_names(req) == ["get_weather", "web_search", "web_fetch"]
         assert f"events {n}" in req["messages"][2]["content"]  # the search this chain ran, not another's
 
 

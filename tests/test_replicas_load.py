@@ -89,7 +89,7 @@ def test_500_chains_across_two_replicas_lose_nothing(tmp_path: Path, fake_model,
         for req in follow_ups:
             n = re.search(r"topic (\d+)", req["messages"][0]["content"]).group(1)
             assert_spliced(req["messages"], n)
-            assert tool_names(req) == ["get_weather", "web_search"]
+            assert tool_names(req) == ["get_weather", "web_search", "web_fetch"]
             assert f"events {n}" in req["messages"][2]["content"]  # its own search, not another chain's
         print(f"{CHAINS} chains, {2 * CHAINS} requests over two replicas in {elapsed:.1f} s")
     finally:

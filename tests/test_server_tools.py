@@ -30,6 +30,7 @@ def config(fake_model, search_fakes) -> dict:
     cfg = base_config(fake_model.url)
     cfg["webSearch"] = {"engines": [searxng_engine(search_fakes, default=True)], "injectPolicy": "always",
                         "cacheTtlMs": 0}
+    cfg["webFetch"] = {"enabled": False}  # the toy shows itself as web_fetch; the real one stays out of its way
     return cfg
 
 

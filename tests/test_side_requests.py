@@ -228,14 +228,14 @@ def test_opencode_session_title_then_search(gateway, fake_model, search_fakes) -
     assert streamed_text(title.text) == "Latest stable Rust release"
     replay(gw, "opencode/web-search-002-POST-chat-plain-sse.json")
     assert tool_names(fake_model.requests[0]) == []
-    assert tool_names(fake_model.requests[1])[-1] == "web_search"
+    assert tool_names(fake_model.requests[1])[-2:] == ["web_search", "web_fetch"]
     assert len(search_fakes.calls("searxng")) == 1
 
 
 def test_explicit_override_still_searches_a_side_request(gateway, fake_model, search_fakes) -> None:
     gw = ws_gateway(gateway, fake_model, search_fakes)
     replay(gw, "opencode/web-search-001-POST-chat-side-title-sse.json", {"x-searchhub-web-search": "on"})
-    assert tool_names(fake_model.requests[0]) == ["web_search"]
+    assert tool_names(fake_model.requests[0]) == ["web_search", "web_fetch"]
 
 
 def test_operator_rule_in_engines_json(gateway, fake_model, search_fakes) -> None:
@@ -243,7 +243,7 @@ def test_operator_rule_in_engines_json(gateway, fake_model, search_fakes) -> Non
         {"name": "our titles are turns", "system": "title generator", "decision": "main"},
         {"name": "nightly digest", "user": "^digest:"}]})
     replay(gw, "opencode/web-search-001-POST-chat-side-title-sse.json")
-    assert tool_names(fake_model.requests[0]) == ["web_search"]
+    assert tool_names(fake_model.requests[0]) == ["web_search", "web_fetch"]
     r = gw.client().post("/v1/chat/completions", json={
         "model": "m", "messages": [{"role": "user", "content": "digest: search the web for today's news"}]})
     assert r.status_code == 200
@@ -253,7 +253,7 @@ def test_operator_rule_in_engines_json(gateway, fake_model, search_fakes) -> Non
 def test_side_detection_can_be_switched_off(gateway, fake_model, search_fakes) -> None:
     gw = ws_gateway(gateway, fake_model, search_fakes, sideRequests={"enabled": False})
     replay(gw, "opencode/web-search-001-POST-chat-side-title-sse.json")
-    assert tool_names(fake_model.requests[0]) == ["web_search"]
+    assert tool_names(fake_model.requests[0]) == ["web_search", "web_fetch"]
 
 
 def test_tool_less_short_request_after_tool_requests_of_the_same_client(gateway, fake_model, search_fakes) -> None:
@@ -261,13 +261,13 @@ def test_tool_less_short_request_after_tool_requests_of_the_same_client(gateway,
     c = gw.client(headers={"authorization": "Bearer k1", "user-agent": "some-agent/1.0"})
     ask = [{"role": "user", "content": "search the web for the latest Rust release"}]
     c.post("/v1/chat/completions", json={"model": "m", "messages": ask, "max_tokens": 100})
-    assert tool_names(fake_model.requests[-1]) == ["web_search"]  # nothing known about this client yet
+    assert tool_names(fake_model.requests[-1]) == ["web_search", "web_fetch"]  # nothing known about this client yet
     c.post("/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [TOOL]})
     c.post("/v1/chat/completions", json={"model": "m", "messages": ask, "max_tokens": 100})
     assert tool_names(fake_model.requests[-1]) == []
     other = gw.client(headers={"authorization": "Bearer k2", "user-agent": "some-agent/1.0"})
     other.post("/v1/chat/completions", json={"model": "m", "messages": ask, "max_tokens": 100})
-    assert tool_names(fake_model.requests[-1]) == ["web_search"]  # another client
+    assert tool_names(fake_model.requests[-1]) == ["web_search", "web_fetch"]  # another client
 
 
 def test_decision_is_logged(gateway, fake_model, search_fakes, caplog) -> None:

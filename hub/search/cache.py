@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 
 import msgspec
 
 from .. import metrics
 from ..store.base import Store
+from ..store.cached import StructCache
 from .base import Hit, SearchRequest, SearchResult
 
-log = logging.getLogger("searchhub.search")
 PREFIX = "cache:search:"
 
 
@@ -23,10 +22,6 @@ class _Stored(msgspec.Struct, array_like=True):
     engine: str
     summary: str | None
     hits: list[tuple[str, str, str, str | None, str | None]]
-
-
-_encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder(_Stored).decode
 
 
 def cache_key(engine_id: str, req: SearchRequest) -> str:
@@ -46,23 +41,14 @@ def cache_key(engine_id: str, req: SearchRequest) -> str:
 
 class SearchCache:
     def __init__(self, store: Store, ttl_s: float) -> None:
-        self.store = store
-        self.ttl_s = ttl_s
+        self._cache = StructCache(store, ttl_s, _Stored, metrics.WEB_SEARCH_CACHE, "search")
 
     @property
     def enabled(self) -> bool:
-        return self.ttl_s > 0
+        return self._cache.enabled
 
     async def get(self, engine_id: str, req: SearchRequest) -> SearchResult | None:
-        if not self.enabled:
-            return None
-        try:
-            raw = await self.store.get(cache_key(engine_id, req))
-            stored = _decode(raw) if raw is not None else None
-        except Exception as e:  # store down or an entry from another version: a miss
-            log.debug("search cache read failed: %s", type(e).__name__)
-            stored = None
-        metrics.WEB_SEARCH_CACHE.labels("hit" if stored else "miss").inc()
+        stored = await self._cache.get(cache_key(engine_id, req))
         if stored is None:
             return None
         hits = tuple(Hit(*h) for h in stored.hits)
@@ -75,7 +61,4 @@ class SearchCache:
             result.engine, result.summary,
             [(h.title, h.url, h.snippet, h.source, h.published) for h in result.hits],
         )
-        try:
-            await self.store.set(cache_key(engine_id, req), _encode(stored), self.ttl_s)
-        except Exception as e:
-            log.debug("search cache write failed: %s", type(e).__name__)
+        await self._cache.put(cache_key(engine_id, req), stored)

@@ -2,7 +2,7 @@
 (hub/tools/base.py), built per config by hub/tools/registry.py."""
 
 from .arguments import ArgumentError, parse_arguments
-from .base import Hosted, HostedSearch, Rendered, ServerTool, ToolCall, ToolRequest
+from .base import Hosted, HostedFetch, HostedSearch, Rendered, ServerTool, ToolCall, ToolRequest, Transcript
 
-__all__ = ["ArgumentError", "Hosted", "HostedSearch", "Rendered", "ServerTool", "ToolCall", "ToolRequest",
-           "parse_arguments"]
+__all__ = ["ArgumentError", "Hosted", "HostedFetch", "HostedSearch", "Rendered", "ServerTool", "ToolCall",
+           "ToolRequest", "Transcript", "parse_arguments"]

@@ -4,12 +4,15 @@ A server tool is one module in this package and one line in `registry.py`. It ha
 
 - a `name` (the chat function name the model calls; configurable, e.g. `webSearch.toolName`) and a
   `schema(request)`: the chat function tool offered to the model, built at config load;
+- `offered(request)`: whether this request's model gets the tool (the client's hosted tools, the
+  operator's per-backend policy), and `max_uses(request)`: how many calls one turn may make;
 - `call(call_id, raw_arguments, request)`: the model's arguments parsed and repaired into a
   `ToolCall`, or `ArgumentError` whose message is written for the model to read and retry;
 - `run(call, request)`: the execution; it sets `call.result` and never raises for a failure
   (failures are values: an error result the model and the client see);
-- `render(call, first_n)`: the ONE rendering of the outcome into the text the model receives, with
-  the sources it numbers from `first_n`; result-size caps are measured on this text;
+- `render(call, first_n, room)`: the ONE rendering of the outcome into the text the model receives,
+  with the sources it numbers from `first_n`; result-size caps are measured on this text, and a tool
+  whose text can be shortened (a fetched page) fits it into `room`, the bytes left in the budget;
 - `replay(shown_input, content)`: a hosted result block a client sends back (Anthropic history)
   turned into the chat call arguments and the tool text the model would have seen.
 
@@ -22,7 +25,7 @@ the `usage.server_tool_use` counter.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..citations import Source
@@ -90,6 +93,47 @@ class ToolCall:
         outcome (the error code), error, hits, cached. No secrets, no page text."""
         return {}
 
+    @property
+    def document(self) -> bool:
+        """Its Anthropic result holds a document (a fetched page): documents are numbered for citations."""
+        return False
+
+    def citation(self, claim: str, document_index: int) -> dict | None:
+        """An Anthropic citation into the call's own document for a claim it supports (a fetched page's
+        `char_location`); None when the document is not to be cited."""
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class HostedFetch:
+    """The client offered a provider-hosted page fetch (Anthropic `web_fetch_*`; Responses' `web_search`,
+    whose calls may open pages): the gateway fetches itself and shows the fetches."""
+
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+    max_uses: int | None = None
+    citations: bool = False  # Anthropic `citations.enabled`: char_location citations into the document
+    max_content_tokens: int | None = None
+    use_cache: bool = True
+
+
+class Transcript:
+    """What a conversation has shown the model from outside, in order: user messages and tool results,
+    never the model's own text. The pipeline starts it from the request's messages and the loop adds
+    every tool result; a tool that may only act on what the conversation showed (web_fetch's URL rule)
+    reads it."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self, messages: Iterable[object] = ()) -> None:
+        self.messages: list[dict] = []
+        for m in messages:
+            self.add(m)
+
+    def add(self, message: object) -> None:
+        if isinstance(message, dict) and message.get("role") in ("user", "tool"):
+            self.messages.append(message)
+
 
 @dataclass(slots=True)
 class HostedSearch:
@@ -107,13 +151,21 @@ class HostedSearch:
 class ToolRequest:
     """What one request says about its server tools (decided by the pipeline's plan)."""
 
-    hosted: HostedSearch | None = None  # the client offered a provider-hosted tool
+    hosted: HostedSearch | None = None  # the client offered a provider-hosted search tool
     google: bool = False  # Google-preferred intent
     baidu: bool = False  # Baidu-preferred (`百度一下` with webSearch.baiduPreference "baidu")
     count_hint: int | None = None  # results wanted when the call names no count (search_context_size)
     user_location: dict | None = None  # chat web_search_options.user_location, when no hosted tool gives one
     key: ApiKey | None = None  # the calling gateway key: searches spend its budget
     bill: SearchBill | None = None
+    hosted_fetch: HostedFetch | None = None  # the client offered a provider-hosted fetch tool
+    provider: str = ""  # the provider id of the target serving the request (per-backend settings)
+    transcript: Transcript = field(default_factory=Transcript)
+
+    @property
+    def client_hosted(self) -> bool:
+        """The client named the hosted tools it wants: only those are offered."""
+        return self.hosted is not None or self.hosted_fetch is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +178,10 @@ class ServerTool(Protocol):
     name: str
     call_type: type[ToolCall]
 
+    def offered(self, request: ToolRequest) -> bool: ...
+
+    def max_uses(self, request: ToolRequest) -> int | None: ...
+
     def schema(self, request: ToolRequest) -> dict: ...
 
     def call(self, call_id: str, raw_arguments: Any, request: ToolRequest) -> ToolCall: ...
@@ -134,6 +190,6 @@ class ServerTool(Protocol):
 
     def refuse(self, call: Any, code: str, message: str) -> None: ...
 
-    def render(self, call: Any, first_n: int) -> Rendered: ...
+    def render(self, call: Any, first_n: int, room: int | None = None) -> Rendered: ...
 
     def replay(self, shown_input: dict, content: Any) -> tuple[dict, str]: ...

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 import httpx
 
 from ..budget import Budget
+from ..fetcher import Fetcher, UrlPolicy
 from ..search.service import SearchService
 from ..settings import Config
 from .base import ServerTool
+from .web_fetch import WebFetch
 from .web_search import WebSearch
 
 
@@ -23,11 +25,13 @@ class Parts:
     client: httpx.AsyncClient
     search: SearchService
     budget: Budget | None = None  # per-key search budgets and cost (hub/budget.py)
+    fetch: tuple[Fetcher, UrlPolicy] | None = None  # the fetcher and the operator's URL policy (webFetch)
 
 
 # kind -> how to build it (None: not configured)
 TOOLS: dict[str, Callable[[Parts], ServerTool | None]] = {
     "web_search": lambda parts: WebSearch(parts.config.web_search, parts.search, parts.budget),
+    "web_fetch": lambda parts: WebFetch(parts.config.web_fetch, *parts.fetch, parts.budget) if parts.fetch else None,
 }
 
 

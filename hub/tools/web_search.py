@@ -349,6 +349,7 @@ class WebSearch:
     def __init__(self, config: WebSearchConfig, search: SearchService, budget: Budget | None = None) -> None:
         self.name = config.tool_name
         self.search = search
+        self._engines = bool(config.engines)
         self.budget = budget
         engine_required = config.default_engine is None and len(config.engines) > 1
         # narrowed engine lists, decided here once: (google, baidu) -> schema and default-engine hint
@@ -362,6 +363,14 @@ class WebSearch:
             # a preferred index: calls that name no engine go to an engine on it
             backed = (default is not None and (default.google if key[0] else default.baidu))
             self._hints[key] = engines[0].id if any(key) and engines and not backed else None
+
+    def offered(self, request: ToolRequest) -> bool:
+        """Whenever the gateway injects its tools and has an engine, unless the client's hosted tools
+        leave search out (an Anthropic client that offers only web_fetch)."""
+        return self._engines and (request.hosted is not None or not request.client_hosted)
+
+    def max_uses(self, request: ToolRequest) -> int | None:
+        return request.hosted.max_uses if request.hosted is not None else None
 
     def schema(self, request: ToolRequest) -> dict:
         return self._schemas[(request.google and not request.baidu, request.baidu)]
@@ -398,7 +407,7 @@ class WebSearch:
     def refuse(self, call: SearchCall, code: str, message: str) -> None:
         call.result = failure(call.engine or "", call.query, message, code)
 
-    def render(self, call: SearchCall, first_n: int) -> Rendered:
+    def render(self, call: SearchCall, first_n: int, room: int | None = None) -> Rendered:
         if call.result is None:
             return Rendered(render.error_text("search failed"), [])
         text, sources = render.tool_text(call.result, first_n)

@@ -72,6 +72,12 @@ class Clock:
             "name": name, "description": "The local time in a city.",
             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 
+    def offered(self, request: ToolRequest) -> bool:
+        return True
+
+    def max_uses(self, request: ToolRequest) -> int | None:
+        return request.hosted.max_uses if request.hosted is not None else None
+
     def schema(self, request: ToolRequest) -> dict:
         return self._schema
 
@@ -91,7 +97,7 @@ class Clock:
     def refuse(self, call: ClockCall, code: str, message: str) -> None:
         call.error = code
 
-    def render(self, call: ClockCall, first_n: int) -> Rendered:
+    def render(self, call: ClockCall, first_n: int, room: int | None = None) -> Rendered:
         if not call.ok:
             return Rendered(error_text(f"no clock for {call.city}"), [])
         return Rendered(f"[{first_n}] {call.result}", [Source(first_n, call.url, f"Time in {call.city}", call.result)])

@@ -106,22 +106,41 @@ def tool_result_block(call: ToolCall) -> dict:
 
 
 class HitIndex:
-    """url -> (title, snippet) of every hit seen, for citation blocks."""
+    """url -> (title, snippet) of every hit seen, and the fetched documents by URL, for citation blocks."""
 
-    __slots__ = ("_hits",)
+    __slots__ = ("_documents", "_hits", "_searched")
 
     def __init__(self, calls: Iterable[ToolCall] = ()) -> None:
         self._hits: dict[str, tuple[str | None, str]] = {}
+        self._searched: set[str] = set()  # URLs a search (not a document) brought back
+        self._documents: dict[str, tuple[ToolCall, int]] = {}  # page URL -> (call, document_index)
         for call in calls:
             self.add(call)
 
+    @property
+    def has_documents(self) -> bool:
+        return bool(self._documents)
+
     def add(self, call: ToolCall) -> None:
+        document = call.document
+        index = len({id(c) for c, _ in self._documents.values()})
         for url, title, snippet in call.pages():
             if url not in self._hits:
                 self._hits[url] = (title, snippet)
+            if document:
+                self._documents.setdefault(url, (call, index))
+            else:
+                self._searched.add(url)
 
-    def citation(self, url: str, title: object, span: str) -> dict:
-        """A `web_search_result_location` citation; cited_text is the supporting snippet."""
+    def citation(self, url: str, title: object, span: str) -> dict | None:
+        """A `char_location` into a fetched document (when its tool asked for citations), else a
+        `web_search_result_location` whose cited_text is the supporting snippet; None for a page
+        known only as a document that is not to be cited."""
+        if url in self._documents:
+            call, index = self._documents[url]
+            cited = call.citation(span, index)
+            if cited is not None or url not in self._searched:
+                return cited
         known_title, snippet = self._hits.get(url, (None, ""))
         cited = (snippet or span).strip()
         if len(cited) > CITED_TEXT_MAX:
@@ -160,7 +179,9 @@ def text_blocks(text: str, annotations: object, hits: HitIndex) -> list[dict]:
         url, title, start, end = parsed
         if start is None or end is None or not 0 <= start < end <= len(text):
             continue
-        spans.append((start, end, hits.citation(url, title, text[start:end])))
+        citation = hits.citation(url, title, text[start:end])
+        if citation is not None:
+            spans.append((start, end, citation))
     if not spans:
         return [{"type": "text", "text": text}] if text else []
     spans.sort(key=lambda s: (s[0], s[1]))

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from ...errors import BadRequest
-from ...tools.base import HostedSearch
+from ...tools.base import HostedFetch, HostedSearch
 from .content import DEFAULT_REPLAYS, Replays, bad_request, chat_messages, loaded_tools, string
 
 _LOCATION_KEYS = ("city", "region", "country", "timezone")
@@ -28,9 +28,15 @@ class MessagesContext:
     model: str  # as the client sent it; echoed back
     stream: bool = False
     hosted: HostedSearch | None = None  # the client offered the web_search server tool
+    hosted_fetch: HostedFetch | None = None  # the client offered the web_fetch server tool
     thinking: bool = False  # thinking enabled or adaptive (the `reasoning` alias applies)
     show_thinking: bool = False  # answer reasoning as thinking blocks
     session_id: str | None = None  # Claude Code's session, from metadata.user_id
+
+    @property
+    def server_tools(self) -> bool:
+        """The client offered server tools: their calls show as blocks and usage counts them."""
+        return self.hosted is not None or self.hosted_fetch is not None
 
 
 def _is_int(value: object) -> bool:
@@ -44,10 +50,14 @@ def _is_number(value: object) -> bool:
 # --- tools --------------------------------------------------------------------------------------
 
 
-def _hosted(tool: dict, path: str) -> HostedSearch:
+def _max_uses(tool: dict, path: str) -> int | None:
     max_uses = tool.get("max_uses")
     if max_uses is not None and (not _is_int(max_uses) or max_uses < 1):
         raise bad_request(f"{path}.max_uses", "must be a positive integer")
+    return max_uses
+
+
+def _domains(tool: dict, path: str) -> dict[str, tuple[str, ...]]:
     domains = {}
     for key in ("allowed_domains", "blocked_domains"):
         value = tool.get(key)
@@ -57,6 +67,12 @@ def _hosted(tool: dict, path: str) -> HostedSearch:
             domains[key] = tuple(d for d in value if d)
         else:
             raise bad_request(f"{path}.{key}", "must be a list of strings")
+    return domains
+
+
+def _hosted(tool: dict, path: str) -> HostedSearch:
+    max_uses = _max_uses(tool, path)
+    domains = _domains(tool, path)
     location = tool.get("user_location")
     if location is not None and not isinstance(location, dict):
         raise bad_request(f"{path}.user_location", "must be an object")
@@ -68,14 +84,39 @@ def _hosted(tool: dict, path: str) -> HostedSearch:
     )
 
 
-def _tools(raw: object, loaded: set[str]) -> tuple[list[dict], HostedSearch | None]:
-    """Chat function tools, and the hosted search when a web_search_* server tool is offered."""
+def _hosted_fetch(tool: dict, path: str) -> HostedFetch:
+    """A web_fetch_* server tool (every version: the later ones add code-execution callers, answered
+    here as direct calls, and `use_cache`)."""
+    domains = _domains(tool, path)
+    if domains["allowed_domains"] and domains["blocked_domains"]:
+        raise bad_request(path, "allowed_domains and blocked_domains cannot both be set")
+    citations = tool.get("citations")
+    if citations is not None and not isinstance(citations, dict):
+        raise bad_request(f"{path}.citations", "must be an object")
+    max_tokens = tool.get("max_content_tokens")
+    if max_tokens is not None and (not _is_int(max_tokens) or max_tokens < 1):
+        raise bad_request(f"{path}.max_content_tokens", "must be a positive integer")
+    return HostedFetch(
+        allowed_domains=domains["allowed_domains"], blocked_domains=domains["blocked_domains"],
+        max_uses=_max_uses(tool, path), citations=bool(citations and citations.get("enabled") is True),
+        max_content_tokens=max_tokens, use_cache=tool.get("use_cache") is not False,
+    )
+
+
+@dataclass(slots=True)
+class _Hosted:
+    search: HostedSearch | None = None
+    fetch: HostedFetch | None = None
+
+
+def _tools(raw: object, loaded: set[str]) -> tuple[list[dict], _Hosted]:
+    """Chat function tools, and the hosted tools when web_search_* / web_fetch_* server tools are offered."""
+    hosted = _Hosted()
     if raw is None:
-        return [], None
+        return [], hosted
     if not isinstance(raw, list):
         raise bad_request("tools", "must be a list")
     tools: list[dict] = []
-    hosted: HostedSearch | None = None
     for i, tool in enumerate(raw):
         path = f"tools[{i}]"
         if not isinstance(tool, dict):
@@ -84,10 +125,13 @@ def _tools(raw: object, loaded: set[str]) -> tuple[list[dict], HostedSearch | No
         if kind is not None and not isinstance(kind, str):
             raise bad_request(f"{path}.type", "must be a string")
         if kind is not None and kind.startswith("web_search_"):
-            hosted = _hosted(tool, path)
+            hosted.search = _hosted(tool, path)
+            continue
+        if kind is not None and kind.startswith("web_fetch_"):
+            hosted.fetch = _hosted_fetch(tool, path)
             continue
         if kind not in (None, "custom"):
-            continue  # other Anthropic-defined tools (bash_*, web_fetch_*, ...) have no chat equivalent
+            continue  # other Anthropic-defined tools (bash_*, code_execution_*, ...) have no chat equivalent
         name = string(tool, "name", path, required=True)
         schema = tool.get("input_schema")
         if not isinstance(schema, dict):
@@ -223,7 +267,8 @@ def to_chat(req: object, replays: Replays = DEFAULT_REPLAYS) -> tuple[dict, Mess
 
     raw_messages = req.get("messages")
     loaded = loaded_tools(raw_messages if isinstance(raw_messages, list) else [])
-    tools, ctx.hosted = _tools(req.get("tools"), loaded)
+    tools, hosted = _tools(req.get("tools"), loaded)
+    ctx.hosted, ctx.hosted_fetch = hosted.search, hosted.fetch
     body: dict[str, Any] = {"model": model, "messages": chat_messages(req.get("system"), raw_messages, replays)}
     if tools:
         body["tools"] = tools

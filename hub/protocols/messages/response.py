@@ -40,7 +40,7 @@ def from_chat(outcome: Outcome, ctx: MessagesContext) -> dict:
     reasoning = message.get("reasoning_content")
     if ctx.show_thinking and isinstance(reasoning, str) and reasoning:
         content.append({"type": "thinking", "thinking": reasoning, "signature": THINKING_SIGNATURE})
-    if ctx.hosted is not None:
+    if ctx.server_tools:
         for call in outcome.calls:
             content.append(server_tool_use_block(call))
             content.append(tool_result_block(call))
@@ -72,5 +72,5 @@ def from_chat(outcome: Outcome, ctx: MessagesContext) -> dict:
         "content": content,
         "stop_reason": stop_reason(choice.get("finish_reason"), has_tool_use=has_tool_use),
         "stop_sequence": None,
-        "usage": usage(response.get("usage"), server_tools=usage_counts(outcome.calls) if ctx.hosted else None),
+        "usage": usage(response.get("usage"), server_tools=usage_counts(outcome.calls) if ctx.server_tools else None),
     }

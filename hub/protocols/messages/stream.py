@@ -64,6 +64,7 @@ class MessagesStream:
         self._started_searches: set[str] = set()
         self._tool_calls: list[ToolCall] = []
         self._hits = HitIndex()
+        self._text: list[str] = []  # the answer so far: a citation into a document looks up the claim it backs
         self._finish: object = None
         self._usage: object = None
         self._done = False
@@ -85,7 +86,7 @@ class MessagesStream:
             return b""
         self._done = True
         out = self._close() + self._flush_calls()
-        final = usage(self._usage, server_tools=usage_counts(self._tool_calls) if self.ctx.hosted is not None else None)
+        final = usage(self._usage, server_tools=usage_counts(self._tool_calls) if self.ctx.server_tools else None)
         if not isinstance(self._usage, dict):
             final["input_tokens"] = self._input_tokens
         final.pop("service_tier", None)
@@ -127,12 +128,13 @@ class MessagesStream:
             out += self._delta({"type": "thinking_delta", "thinking": reasoning})
         text = delta.get("content")
         if isinstance(text, str) and text:
+            self._text.append(text)
             out += self._open_block("text", {"type": "text", "text": ""})
             out += self._delta({"type": "text_delta", "text": text})
         if isinstance(delta.get("tool_calls"), list):
             self._buffer_calls(delta["tool_calls"])
         annotations = delta.get("annotations")
-        if isinstance(annotations, list) and annotations and self.ctx.hosted is not None:
+        if isinstance(annotations, list) and annotations and self.ctx.server_tools:
             out += self._citations(annotations)
         if choice.get("finish_reason"):
             self._finish = choice["finish_reason"]
@@ -140,7 +142,7 @@ class MessagesStream:
         return out
 
     def _tool_started(self, call: ToolCall) -> bytes:
-        if self.ctx.hosted is None:
+        if not self.ctx.server_tools:
             return b""
         block_id = server_tool_use_id(call.id)
         if block_id in self._started_searches:
@@ -154,7 +156,7 @@ class MessagesStream:
 
     def _tool_finished(self, call: ToolCall) -> bytes:
         self._hits.add(call)
-        if self.ctx.hosted is None:
+        if not self.ctx.server_tools:
             return b""
         out = self._tool_started(call)  # a finish without a start still shows the call
         self._tool_calls.append(call)
@@ -167,11 +169,17 @@ class MessagesStream:
         parsed = [p for a in annotations if (p := url_citation(a)) is not None]
         if not parsed:
             return b""
+        text = "".join(self._text) if self._hits.has_documents else ""
+        citations = [c for url, title, start, end in parsed
+                     if (c := self._hits.citation(url, title, text[start:end] if start is not None and end is not None
+                                                  else "")) is not None]
+        if not citations:
+            return b""
         out = b""
         if self._open != "text":
             out += self._open_block("text", {"type": "text", "text": "", "citations": []})
-        for url, title, _, _ in parsed:
-            out += self._delta({"type": "citations_delta", "citation": self._hits.citation(url, title, "")})
+        for citation in citations:
+            out += self._delta({"type": "citations_delta", "citation": citation})
         return out
 
     # --- tool calls -----------------------------------------------------------------------------

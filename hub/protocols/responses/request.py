@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import BadRequest
-from ...tools.base import HostedSearch
+from ...tools.base import HostedFetch, HostedSearch
 from .items import Conversation
 from .tools import Allowed, ToolRef, ToolSet, custom_input, hosted_search, translate_tool_choice
 
@@ -29,6 +29,7 @@ class ResponsesContext:
     echo: dict[str, Any]  # request fields a Response object repeats
     tools: dict[str, ToolRef] = field(default_factory=dict)  # chat function name -> client tool
     hosted: HostedSearch | None = None
+    hosted_fetch: HostedFetch | None = None  # with the hosted web_search, calls may open pages (open_page)
     force_search: bool | None = None  # tool_choice named the hosted search tool
     stream: bool = False
     store: bool = True
@@ -142,6 +143,9 @@ def to_chat(req: Any, *, history: list[dict] | None = None) -> tuple[dict, Respo
         echo=_echo(req, instructions, store if store is not None else True),
         tools=refs,
         hosted=hosted,
+        # OpenAI's web_search opens pages too (open_page actions); the same domain filters apply
+        hosted_fetch=HostedFetch(allowed_domains=hosted.allowed_domains, blocked_domains=hosted.blocked_domains,
+                                 max_uses=hosted.max_uses) if hosted is not None else None,
         force_search=force_search,
         stream=stream,
         store=store if store is not None else True,

@@ -1,0 +1,358 @@
+"""The `web_fetch` server tool: the model reads one page (or the passages of it that contain a
+pattern) through the hardened fetcher (hub/fetcher/), under the conversation's URL rule; its hosted
+shapes are Anthropic's `server_tool_use` named web_fetch + `web_fetch_tool_result`, and a Responses
+`web_search_call` whose action is `open_page` (`find_in_page` with a pattern)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import msgspec
+
+from .. import metrics
+from ..budget import Budget
+from ..citations import Source
+from ..fetcher import Fetcher, FetchResult, UrlPolicy, normalize, redact, tool_content
+from ..fetcher.content import UNTRUSTED_NOTE
+from ..fetcher.result import MAX_USES_EXCEEDED, TOO_MANY_REQUESTS, failure
+from ..keys import ANONYMOUS
+from ..search.sanitize import truncate
+from ..settings import WebFetchConfig
+from . import passages
+from .arguments import ArgumentError, dumps, parse_arguments
+from .base import Hosted, Rendered, ToolCall, ToolRequest
+
+log = logging.getLogger("searchhub.tools")
+WEB_FETCH = "web_fetch"
+HOSTED = Hosted(action="open_page", anthropic_name="web_fetch", anthropic_result="web_fetch_tool_result",
+                usage_key="web_fetch_requests")
+MIN_CHARS = 200  # the smallest max_chars a call may ask for
+MIN_ROOM = 600  # below this many bytes of budget a page is not worth cutting down to fit
+CHARS_PER_TOKEN = 4  # Anthropic's max_content_tokens is approximate; so is this
+_encode = msgspec.json.Encoder().encode
+
+_URL_KEYS = ("url", "uri", "link", "href", "page", "address", "source")
+_MAX_KEYS = ("max_chars", "maxChars", "max_length", "max_characters", "chars", "limit")
+_FIND_KEYS = ("find", "pattern", "find_in_page", "search_text", "text_to_find")
+_BARE_URL = re.compile(r"^\S+://\S+$")
+
+
+# --- schema -------------------------------------------------------------------------------------
+
+
+def web_fetch_tool(name: str = WEB_FETCH) -> dict:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": (
+                "Read a web page and get its main text (HTML, plain text, Markdown, JSON or PDF). Only URLs "
+                "from the conversation or from web_search results can be fetched. The page is numbered "
+                "like search results; cite it as [n]. With `find`, only the passages containing that text "
+                "are returned."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "url": {"type": "string", "description": "The http(s) URL to read, exactly as it appeared."},
+                    "max_chars": {"type": "integer", "minimum": MIN_CHARS,
+                                  "description": "At most this many characters of page text."},
+                    "find": {"type": "string", "description": "Text to look for in the page."},
+                },
+                "required": ["url"],
+            },
+        },
+    }
+
+
+# --- arguments ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FetchArgs:
+    url: str
+    max_chars: int | None = None
+    find: str | None = None
+
+
+def fetch_args(raw: object, *, tool_name: str = WEB_FETCH) -> FetchArgs:
+    """Repair a web_fetch call's arguments, or raise ArgumentError for the model."""
+    if isinstance(raw, str) and _BARE_URL.match(raw.strip().strip('"')):
+        return FetchArgs(raw.strip().strip('"'))
+    args = parse_arguments(raw, tool_name=tool_name)
+    for key in ("arguments", "parameters", "input", "args"):  # {"name": "web_fetch", "arguments": {...}}
+        if not _first(args, _URL_KEYS) and isinstance(args.get(key), dict | str):
+            try:
+                args = parse_arguments(args[key], tool_name=tool_name)
+            except ArgumentError:
+                continue
+    url = _first(args, _URL_KEYS)
+    if isinstance(url, list) and url:
+        url = url[0]
+    if not isinstance(url, str) or not url.strip():
+        raise ArgumentError(f"{tool_name}: the url is missing. Received: `{truncate(dumps(args), 200)}`. "
+                            'Send one JSON object, for example {"url": "https://example.com/page"}.')
+    find = _first(args, _FIND_KEYS)
+    return FetchArgs(url.strip(), _max_chars(_first(args, _MAX_KEYS)),
+                     " ".join(find.split())[: passages.MAX_PATTERN] or None if isinstance(find, str) else None)
+
+
+def _first(args: dict, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        value = args.get(key)
+        if value not in (None, "", []):
+            return value
+    return None
+
+
+def _max_chars(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = int(float(value))
+    except (ValueError, OverflowError):
+        return None
+    return max(MIN_CHARS, number) if number > 0 else None
+
+
+# --- the call -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class FetchCall(ToolCall):
+    """One server-side fetch."""
+
+    url: str = ""
+    max_chars: int | None = None
+    find: str | None = None
+    result: FetchResult | None = None  # None while running
+    text: str = ""  # the document text the model read (citations index into it)
+    citations: bool = False  # the client asked for char_location citations
+    HOSTED: ClassVar[Hosted] = HOSTED
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None and self.result.ok
+
+    @property
+    def key(self) -> str:
+        return f"{normalize(self.url) or self.url}|{(self.find or '').casefold()}"
+
+    @property
+    def label(self) -> str:
+        return f"searched {self.url} for '{self.find}'" if self.find else f"fetched {self.url}"
+
+    @property
+    def ran(self) -> bool:
+        return getattr(self.result, "error_code", None) != MAX_USES_EXCEEDED
+
+    @property
+    def page_url(self) -> str:
+        result = self.result
+        return (result.final_url or result.url) if result is not None and result.ok else self.url
+
+    def shown_input(self) -> dict:
+        return {"url": self.url}
+
+    def action(self, *, done: bool) -> dict:
+        if self.find:
+            return {"type": "find_in_page", "url": self.url, "pattern": self.find}
+        return {"type": HOSTED.action, "url": self.url}
+
+    def hosted_content(self) -> dict:
+        result = self.result
+        if result is None or not result.ok:
+            return {"type": "web_fetch_tool_result_error", "error_code": getattr(result, "error_code", None)
+                    or "unavailable"}
+        return {
+            "type": "web_fetch_result",
+            "url": self.url,
+            "retrieved_at": result.retrieved_at,
+            "content": {
+                "type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": self.text},
+                "title": result.title,
+                "citations": {"enabled": self.citations},
+            },
+        }
+
+    def pages(self) -> Iterable[tuple[str, str | None, str]]:
+        if not self.ok:
+            return ()
+        assert self.result is not None
+        return ((self.page_url, self.result.title, truncate(self.text, 300)),)
+
+    def trace_fields(self) -> dict:
+        """The URL without its query string (it may carry tokens), never the page text."""
+        fields: dict[str, Any] = {"url": redact(self.url)}
+        if self.find:
+            fields["query"] = self.find
+        r = self.result
+        if r is not None:
+            fields.update(outcome=r.error_code, error=r.error, cached=r.cached)
+        return fields
+
+    @property
+    def document(self) -> bool:
+        return self.ok
+
+    def citation(self, claim: str, document_index: int) -> dict | None:
+        """An Anthropic `char_location` citation into the fetched document for a claim it supports (the
+        best-matching sentence, else the document's start); None when citations were not asked for."""
+        if not self.citations or not self.ok or not self.text:
+            return None
+        span = passages.locate(self.text, claim)
+        start, end = span if span is not None else (0, min(len(self.text), passages.MAX_CITED))
+        return {"type": "char_location", "cited_text": self.text[start:end], "document_index": document_index,
+                "document_title": self.result.title if self.result else None,
+                "start_char_index": start, "end_char_index": end}
+
+
+# --- the tool -----------------------------------------------------------------------------------
+
+
+class WebFetch:
+    """Built once per config, with the fetcher and the operator's URL policy."""
+
+    call_type = FetchCall
+
+    def __init__(self, config: WebFetchConfig, fetcher: Fetcher, policy: UrlPolicy, budget: Budget | None = None) -> None:
+        self.name = WEB_FETCH
+        self.config = config
+        self.fetcher = fetcher
+        self.policy = policy
+        self.budget = budget  # the calling key's fetchesPerDay (hub/budget.py)
+        self._schema = web_fetch_tool(self.name)
+
+    def offered(self, request: ToolRequest) -> bool:
+        """`always`: beside every web_search the gateway injects; `hosted`: only when the client's hosted
+        tools include a fetch (Anthropic web_fetch, Responses web_search); `never`: not at all."""
+        offer = self.config.offer_for(request.provider)
+        if not offer.enabled or offer.inject_policy == "never":
+            return False
+        if request.client_hosted:
+            return request.hosted_fetch is not None
+        return offer.inject_policy == "always"
+
+    def max_uses(self, request: ToolRequest) -> int | None:
+        limit = self.config.offer_for(request.provider).max_fetches_per_turn
+        hosted = request.hosted_fetch
+        return min(limit, hosted.max_uses) if hosted is not None and hosted.max_uses is not None else limit
+
+    def schema(self, request: ToolRequest) -> dict:
+        return self._schema
+
+    def call(self, call_id: str, raw_arguments: Any, request: ToolRequest) -> FetchCall:
+        args = fetch_args(raw_arguments, tool_name=self.name)
+        hosted = request.hosted_fetch
+        cap = args.max_chars
+        if hosted is not None and hosted.max_content_tokens:
+            tokens_cap = max(MIN_CHARS, hosted.max_content_tokens * CHARS_PER_TOKEN)
+            cap = min(cap, tokens_cap) if cap else tokens_cap
+        return FetchCall(call_id, args.url, cap, args.find, citations=bool(hosted and hosted.citations))
+
+    async def run(self, call: FetchCall, request: ToolRequest) -> None:
+        denial = await self.budget.take_fetch(request.key) if self.budget is not None else None
+        if denial is not None:
+            if request.bill is not None:
+                request.bill.denied = denial
+            metrics.SEARCH_BUDGET_DENIALS.labels(request.key.name if request.key else ANONYMOUS, denial.limit).inc()
+            call.result = failure(call.url, denial.message, TOO_MANY_REQUESTS)
+            return
+        hosted = request.hosted_fetch
+        scope = self.policy.scope(hosted.allowed_domains if hosted else (), hosted.blocked_domains if hosted else ())
+        scope.remember_messages(request.transcript.messages)
+        try:
+            call.result = await self.fetcher.fetch(call.url, scope, use_cache=hosted.use_cache if hosted else True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # the fetcher returns errors as data; this is a bug, not a reason to fail the turn
+            log.error("fetch raised %s (a bug: the fetcher returns errors as data)", type(e).__name__)
+            call.result = failure(call.url, "the fetch failed unexpectedly")
+
+    def refuse(self, call: FetchCall, code: str, message: str) -> None:
+        metrics.WEB_FETCH_BLOCKED.labels("max_uses").inc()
+        call.result = failure(call.url, message, code)
+
+    def render(self, call: FetchCall, first_n: int, room: int | None = None) -> Rendered:
+        result = call.result
+        if result is None or not result.ok:
+            code = getattr(result, "error_code", None) or "unavailable"
+            message = getattr(result, "error", None) or "the fetch failed"
+            return Rendered(_encode({"url": call.url, "error": message, "error_code": code}).decode(), [])
+        text = result.text
+        if call.find:
+            spans = passages.find(text, call.find)
+            text = passages.excerpts(text, spans) if spans else ""
+        cut = call.max_chars is not None and len(text) > call.max_chars
+        if cut:
+            text = truncate(text, call.max_chars or 0)
+        out = tool_content(result, n=first_n, text=text, truncated=cut, find=call.find)
+        if room is not None and len(out.encode()) > room >= MIN_ROOM:
+            text, out = _fit(result, first_n, text, call.find, room)
+        call.text = text
+        source = Source(first_n, call.page_url, result.title or call.page_url, truncate(text, 300))
+        return Rendered(out, [source])
+
+    def replay(self, shown_input: dict, content: Any) -> tuple[dict, str]:
+        return replay(shown_input, content)
+
+
+def _fit(result: FetchResult, n: int, text: str, find: str | None, room: int) -> tuple[str, str]:
+    """Cut the page text until the whole tool content fits in `room` bytes."""
+
+    def render(part: str) -> str:
+        return tool_content(result, n=n, text=part, truncated=True, find=find)
+
+    overhead = len(render("").encode())
+    keep = len(text)
+    while keep > 0:
+        # the JSON-encoded text is at least as long as its UTF-8 bytes: scale the cut by the overshoot
+        encoded = len(_encode(text[:keep]))
+        if encoded <= room - overhead:
+            break
+        keep = max(0, min(keep - 1, keep * (room - overhead) // max(encoded, 1) - 2))
+    cut = truncate(text, keep) if keep < len(text) else text
+    out = render(cut)
+    while len(out.encode()) > room and cut:  # the ellipsis may tip it over
+        cut = cut[:-8]
+        out = render(cut)
+    return cut, out
+
+
+def replay(shown_input: dict, content: Any) -> tuple[dict, str]:
+    """A replayed `web_fetch_tool_result` as the fetch call and the tool message the model saw."""
+    url = shown_input.get("url") if isinstance(shown_input.get("url"), str) else ""
+    if not isinstance(content, dict) or content.get("type") != "web_fetch_result":
+        code = content.get("error_code") if isinstance(content, dict) and isinstance(content.get("error_code"),
+                                                                                      str) else "unavailable"
+        return {"url": url}, _encode({"url": url, "error": f"web fetch failed ({code})", "error_code": code}).decode()
+    url = content.get("url") if isinstance(content.get("url"), str) else url
+    doc = content.get("content") if isinstance(content.get("content"), dict) else {}
+    title = doc.get("title") if isinstance(doc.get("title"), str) else None
+    payload = {"note": UNTRUSTED_NOTE, "url": url, "title": title, "retrieved_at": content.get("retrieved_at"),
+               "text": _document_text(doc.get("source"))}
+    return {"url": url}, _encode(payload).decode()
+
+
+def _document_text(source: object) -> str:
+    """The text of a replayed document's source: text, content blocks, a PDF (base64) or a URL."""
+    if not isinstance(source, dict):
+        return ""
+    kind = source.get("type")
+    if kind == "text" and isinstance(source.get("data"), str):
+        return source["data"]
+    if kind == "content" and isinstance(source.get("content"), list):
+        return "\n\n".join(b["text"] for b in source["content"] if isinstance(b, dict) and isinstance(b.get("text"), str))
+    if kind == "base64":
+        data = source.get("data")
+        size = len(data) * 3 // 4 if isinstance(data, str) else 0
+        return f"[{source.get('media_type') or 'binary'} document, about {size} bytes; its text is not available]"
+    if kind == "url" and isinstance(source.get("url"), str):
+        return f"[document at {source['url']}]"
+    return ""
