@@ -1,6 +1,6 @@
 """An upstream that closes a kept-alive connection just as the gateway reuses it (its keep-alive ran
 out): the request goes again on a new connection, answers 200 and cools nothing; a new
-connection's failure is not retried (hub/backends/transport.py)."""
+connection's failure, or one after a byte of the answer, is not retried (hub/backends/transport.py)."""
 
 from __future__ import annotations
 
@@ -66,5 +66,17 @@ def test_a_new_connection_closed_without_an_answer_is_not_retried(gateway) -> No
         assert r.status_code == 502, r.text
         assert up.requests == ["/v1/chat/completions closed"]
         assert "local.m" in httpx.get(gw.url + "/health").json()["cooldowns"]
+    finally:
+        up.stop()
+
+
+def test_a_reused_connection_that_sent_part_of_an_answer_is_not_retried(gateway) -> None:
+    up = ClosingUpstream(serves=1, head=b"HT").start()  # two bytes of a status line, then the close
+    try:
+        gw = gateway(config(up))
+        assert chat(gw, stream=False).status_code == 200
+        r = chat(gw, stream=False)
+        assert r.status_code == 502, r.text
+        assert up.requests == ["/v1/chat/completions answered", "/v1/chat/completions closed"]
     finally:
         up.stop()

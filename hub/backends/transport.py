@@ -63,10 +63,11 @@ def _mapped(e: Exception) -> Exception:
     return e
 
 
-# An idle pooled connection is dropped after this long. Below the 5 s keep-alive of uvicorn (vLLM, SGLang
-# and most Python model servers), Node and cpp-httplib (llama.cpp's server): the server never closes a
-# connection we would still reuse (our idle clock starts after theirs). undici picks 4 s for the same
-# reason; httpx's 5 s equals the server's and races it. A connection busy with traffic never idles out.
+# An idle pooled connection is dropped after this long: below the 5 s after which uvicorn (vLLM and
+# most Python model servers) and Node close an idle connection, so we never reuse one the server is
+# closing (our idle clock starts after theirs). undici picks 4 s for the same reason; httpx's 5 s
+# equals the servers' and races them. Busy connections never idle out; a server or NAT that closes
+# sooner is covered by `_retry_stale`.
 KEEPALIVE_S = 4.0
 
 
@@ -98,10 +99,11 @@ class _Pool(aiohttp.TCPConnector):
 async def _retry_stale(req: aiohttp.ClientRequest, handler: aiohttp.ClientHandlerType) -> aiohttp.ClientResponse:
     """A request that failed on a reused connection before the response's head arrived goes once
     more, on a new connection: the server closed the idle connection as the request went out (its
-    keep-alive ran out), so it never started an answer. The rule of Go's net/http
-    (`shouldRetryRequest`: a reused connection, nothing read back). A new connection's failure is the
-    server's answer to this very request and is not repeated; nor is anything after the head (the
-    relays see those errors), nor a timeout (the server may be working on it)."""
+    keep-alive ran out), so it never started an answer. Go's net/http applies the same rule
+    (`shouldRetryRequest`: a reused connection, nothing read back) to requests it may replay. A new
+    connection's failure is the server's answer to this very request and is not repeated; nor is
+    anything after the head (the relays see those errors), nor a timeout (the server may be working
+    on it)."""
     try:
         return await handler(req)
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as e:

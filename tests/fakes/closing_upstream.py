@@ -26,8 +26,9 @@ def _chunk(delta: dict, finish: str | None = None) -> bytes:
 
 
 class ClosingUpstream:
-    def __init__(self, serves: int = 1) -> None:
+    def __init__(self, serves: int = 1, head: bytes = b"") -> None:
         self.serves = serves  # requests answered per connection before it is closed on the next one
+        self.head = head  # sent before closing: the start of an answer
         self.requests: list[str] = []  # "<path> answered|closed", in arrival order
         self.connections = 0
         self.port = 0
@@ -71,6 +72,9 @@ class ClosingUpstream:
                 body = json.loads(await reader.readexactly(length)) if length else {}
                 if served >= self.serves:
                     self.requests.append(f"{path} closed")
+                    if self.head:
+                        writer.write(self.head)
+                        await writer.drain()
                     return
                 self.requests.append(f"{path} answered")
                 served += 1
