@@ -9,6 +9,9 @@ aiohttp timeout objects and parsed URLs, keeps no cookies, and streams what arri
 (bench/README.md has the measurements). `UpstreamClient.send_direct` also skips httpx's client
 layer (auth, redirects, cookie extraction, event hooks), which the gateway's upstream calls never
 use.
+
+A request that meets a connection the upstream closed while it sat idle is sent again on a new one
+(`_retry_stale`), and idle connections are dropped before common servers drop them (`KEEPALIVE_S`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import httpx
+from aiohttp.connector import Connection
 from yarl import URL
 
 from .proxy import ProxyPolicy, ProxyRoute, choose, parse_proxy
@@ -59,8 +63,60 @@ def _mapped(e: Exception) -> Exception:
     return e
 
 
+# An idle pooled connection is dropped after this long: below the 5 s after which uvicorn (vLLM and
+# most Python model servers) and Node close an idle connection, so we never reuse one the server is
+# closing (our idle clock starts after theirs). undici picks 4 s for the same reason; httpx's 5 s
+# equals the servers' and races them. Busy connections never idle out; a server or NAT that closes
+# sooner is covered by `_retry_stale`.
+KEEPALIVE_S = 4.0
+
+
+# Marks set on aiohttp's own objects: a connection that answered a request, a request that was given
+# such a connection, a request that must get a new one.
+_SERVED, _REUSED, _FRESH = "_searchhub_served", "_searchhub_reused", "_searchhub_fresh"
+
+
+class _Pool(aiohttp.TCPConnector):
+    """aiohttp's pool, telling each request whether its connection already served one (aiohttp
+    itself only says so to trace hooks, which cost objects on every request)."""
+
+    async def connect(self, req: aiohttp.ClientRequest, traces: list, timeout: aiohttp.ClientTimeout) -> Connection:
+        while True:
+            conn = await super().connect(req, traces, timeout)
+            proto = conn.protocol
+            if proto is None:
+                return conn
+            reused = proto.__dict__.get(_SERVED, False)
+            if reused and req.__dict__.get(_FRESH):
+                conn.close()  # idle at least as long as the one that just failed
+                continue
+            if not reused:
+                proto.__dict__[_SERVED] = True
+            req.__dict__[_REUSED] = reused
+            return conn
+
+
+async def _retry_stale(req: aiohttp.ClientRequest, handler: aiohttp.ClientHandlerType) -> aiohttp.ClientResponse:
+    """A request that failed on a reused connection before the response's head arrived goes once
+    more, on a new connection: the server closed the idle connection as the request went out (its
+    keep-alive ran out), so it never started an answer. Go's net/http applies the same rule
+    (`shouldRetryRequest`: a reused connection, nothing read back) to requests it may replay. A new
+    connection's failure is the server's answer to this very request and is not repeated; nor is
+    anything after the head (the relays see those errors), nor a timeout (the server may be working
+    on it)."""
+    try:
+        return await handler(req)
+    except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as e:
+        if isinstance(e, aiohttp.ClientConnectorError) or not req.__dict__.get(_REUSED):
+            raise
+        if isinstance(e, aiohttp.ServerDisconnectedError) and not isinstance(e.message, str):
+            raise  # it carries the response head that had arrived
+    req.__dict__[_FRESH] = True
+    return await handler(req)
+
+
 class LeanAiohttpTransport(httpx.AsyncBaseTransport):
-    def __init__(self, *, max_connections: int = 1000, keepalive_s: float = 30.0,
+    def __init__(self, *, max_connections: int = 1000, keepalive_s: float = KEEPALIVE_S,
                  proxies: ProxyPolicy | None = None) -> None:
         self._max_connections = max_connections
         self._keepalive_s = keepalive_s
@@ -74,10 +130,9 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._max_connections, keepalive_timeout=self._keepalive_s,
-                                             ttl_dns_cache=300)
+            connector = _Pool(limit=self._max_connections, keepalive_timeout=self._keepalive_s, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar(),
-                                                  auto_decompress=True)
+                                                  auto_decompress=True, middlewares=(_retry_stale,))
         return self._session
 
     @property
