@@ -76,10 +76,6 @@ INTENT_DECISIONS = Counter(
     "searchhub_intent_decisions_total", "Intent classifier decisions.", ["language", "rule", "decision"],
     registry=REGISTRY,
 )
-USAGE_ESTIMATED = Counter(
-    "searchhub_usage_estimated_total", "Responses whose token usage searchhub estimated (the backend sent none).",
-    ["provider"], registry=REGISTRY,
-)
 TEXT_TOOL_CALLS = Counter(
     "searchhub_text_tool_calls_total", "Tool calls recovered from text the backend wrote instead of tool_calls.",
     ["provider"], registry=REGISTRY,

@@ -2,7 +2,7 @@
 
 About four characters of prompt per token; a streamed answer counts one token per content chunk
 (llama.cpp-family servers send one token per chunk). Every estimate is logged and counted in
-`searchhub_usage_estimated_total`, so it is never mistaken for a measurement.
+`searchhub_estimated_usage_total`, so it is never mistaken for a measurement.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def prompt_tokens(messages: object, tools: object = None) -> int:
 def estimate(provider: str, prompt: int, completion: int) -> dict:
     """An OpenAI usage object from estimated counts, logged and counted as an estimate."""
     completion = max(completion, 0)
-    metrics.USAGE_ESTIMATED.labels(provider).inc()
+    metrics.ESTIMATED_USAGE.inc()
     log.info("usage estimated (the backend %s reported none): prompt %d, completion %d tokens",
              provider, prompt, completion)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

@@ -288,14 +288,14 @@ def test_context_overflow_is_anthropics_400_streaming_or_not(gateway, fake_model
 def _metric(gw, name: str) -> float:
     import httpx
     text = httpx.get(gw.url + "/metrics").text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith((name + "{", name + " ")))
 
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_missing_usage_is_estimated_not_zero(gateway, fake_model, stream):
     gw = _gw(gateway, fake_model, type="llamacpp")
     fake_model.default = {"content": "a fairly long answer with several words in it", "no_usage": True}
-    before = _metric(gw, "searchhub_usage_estimated_total")
+    before = _metric(gw, "searchhub_estimated_usage_total")
     client = anthropic.Anthropic(base_url=gw.url, api_key="k", max_retries=0)
     kw = {"model": "default", "max_tokens": 50, "messages": [{"role": "user", "content": "hello there"}]}
     if stream:
@@ -314,7 +314,7 @@ def test_missing_usage_is_estimated_not_zero(gateway, fake_model, stream):
     assert usage.completion_tokens > 0 and usage.prompt_tokens > 0
     r = oa.responses.create(model="default", input="hi", stream=False)
     assert r.usage.output_tokens > 0 and r.usage.input_tokens > 0
-    assert _metric(gw, "searchhub_usage_estimated_total") >= before + 3
+    assert _metric(gw, "searchhub_estimated_usage_total") >= before + 3
 
 
 def test_a_family_that_cannot_stream_tools_is_asked_whole_and_streamed_on(gateway, fake_model, search_fakes):
