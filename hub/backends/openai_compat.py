@@ -65,10 +65,10 @@ async def stream(
     client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0, raw: bool = False,
     server_tools: frozenset[str] = frozenset(),
 ) -> AsyncIterator:
-    """Open the stream and return an iterator of decoded chunks, or with raw, of the `data:`
-    payloads of each network read (for a relay that forwards most of them untouched). Errors
-    before the first byte, and an error the backend sends as its first event (llama.cpp's context
-    overflow), raise UpstreamError here, so the caller can fail over or answer with an HTTP error."""
+    """Open the stream (errors before the first byte raise UpstreamError here, so the caller can
+    fail over) and return an iterator of decoded chunks, or with raw, of the `data:` payloads of
+    each network read (for a relay that forwards most of them untouched). A request with tools the
+    family cannot stream is asked whole and replayed as chunks (hub/backends/quirks.py)."""
     p = target.provider
     out = outbound(body, target, stream=True, server_tools=server_tools)
     if not quirks.streams(out, p.quirks):
@@ -76,7 +76,7 @@ async def stream(
         data = await post_json(client, p, chat_url(p), whole, headers(p), retries=retries)
         return _replayed(quirks.as_chunks(data), raw)
     resp = await open_sse(client, p, chat_url(p), out, headers(p, stream=True), retries=retries)
-    return await _primed(sse_batches(resp), p) if raw else await _primed(_chunks(resp, p), p)
+    return sse_batches(resp) if raw else _chunks(resp, p)
 
 
 async def _replayed(chunks: list[dict], raw: bool) -> AsyncIterator:
@@ -85,40 +85,6 @@ async def _replayed(chunks: list[dict], raw: bool) -> AsyncIterator:
         return
     for chunk in chunks:
         yield chunk
-
-
-async def _primed(it: AsyncIterator, provider: Provider) -> AsyncIterator:
-    """Read the first item now (raising what it carries), then hand back an iterator over all of them."""
-    try:
-        first = await it.__anext__()
-    except StopAsyncIteration:
-        return _empty()
-    except BaseException:
-        await it.aclose()
-        raise
-    if isinstance(first, list):  # raw batches: decoding the payloads raises an error event
-        try:
-            for data in first:
-                if data and data != b"[DONE]" and (b'"error"' in data):
-                    decode_chunk(data, provider)
-        except BaseException:
-            await it.aclose()
-            raise
-    return _chain(first, it)
-
-
-async def _empty() -> AsyncIterator:
-    return
-    yield
-
-
-async def _chain(first: object, it: AsyncIterator) -> AsyncIterator:
-    try:
-        yield first
-        async for item in it:
-            yield item
-    finally:
-        await it.aclose()
 
 
 def decode_chunk(data: bytes, provider: Provider) -> dict | None:
