@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 
 from .backends.proxy import DIRECT, parse_proxy
+from .backends.quirks import resolve as resolve_quirks
 from .keys import parse_keys
 from .search.registry import API_ENGINES, MODEL_ENGINES  # each engine class declares what it needs
 from .settings import (  # noqa: F401 - the typed config, re-exported for the loader's callers
@@ -259,6 +260,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
             self_hosted=p.get("selfHosted", p["type"] in SELF_HOSTED_TYPES),
             max_concurrency=p.get("maxConcurrency"),
             proxy=_proxy(p.get("proxy"), f"providers.{pid}.proxy", errors),
+            quirks=resolve_quirks(p["type"], p.get("quirks")),
         )
 
     vr = raw["virtualrouter"]
@@ -340,6 +342,7 @@ def _limits(d: dict, base: Limits | None) -> Limits:
         loop_wall_clock_s=get("loopWallClockMs", "loop_wall_clock_s", 1000),
         max_total_result_bytes=get("maxTotalResultBytes", "max_total_result_bytes"),
         max_consecutive_errors=get("maxConsecutiveErrors", "max_consecutive_errors"),
+        mode=get("mode", "mode"),
     )
 
 

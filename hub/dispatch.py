@@ -91,7 +91,7 @@ class Dispatcher:
         a client error (4xx other than 408/429) is the client's and is raised as is. With hold, the
         winner keeps its concurrency slot (a stream releases it when it ends)."""
         attempts: list[Attempt] = []
-        for target in candidates:
+        for i, target in enumerate(candidates):
             provider = target.provider
             try:
                 self.gate.enter(provider)
@@ -110,8 +110,11 @@ class Dispatcher:
                 if trace is not None:
                     trace.tried(target.key, e.reason, e.status, time.perf_counter() - started)
                 if not e.retryable:
+                    log.warning("target %s rejected the request: %s; answering the client with it",
+                                target.key, e.reason)
                     raise
-                log.warning("target %s failed: %s; trying the next one", target.key, e.reason)
+                nxt = "trying the next one" if i + 1 < len(candidates) else "no other target to try"
+                log.warning("target %s failed: %s; %s", target.key, e.reason, nxt)
                 self.router.cool(target, e.reason)
                 attempts.append(Attempt(target.key, provider.id, e.reason, e.status))
                 continue
@@ -128,17 +131,20 @@ class Dispatcher:
         raise AllTargetsFailed(route, attempts)
 
     async def complete(self, route: str, candidates: tuple[Target, ...], body: Body,
-                       *, trace: Trace | None = None) -> tuple[dict, Target]:
+                       *, trace: Trace | None = None,
+                       server_tools: frozenset[str] = frozenset()) -> tuple[dict, Target]:
         """The first answer of the candidates; `body` may be decided per target."""
         retries = self.router.config.router.retries
         return await self.run(
-            route, candidates, lambda t: openai_compat.complete(self.client, t, _for(body, t), retries=retries),
+            route, candidates,
+            lambda t: openai_compat.complete(self.client, t, _for(body, t), retries=retries, server_tools=server_tools),
             trace=trace,
         )
 
     async def stream(
         self, route: str, candidates: tuple[Target, ...], body: Body, *, raw: bool | Callable[[Target], bool] = False,
         trace: Trace | None = None,
+        server_tools: frozenset[str] = frozenset(),
     ) -> tuple[AsyncIterator, Target]:
         """Fails over while nothing reached the client: until the upstream's first content
         (hub/stream_watch.py). `body` and `raw` (the `data:` payloads of each read instead of
@@ -146,7 +152,8 @@ class Dispatcher:
         retries = self.router.config.router.retries
 
         async def open_one(t: Target) -> Opened:
-            batches = await openai_compat.stream(self.client, t, _for(body, t), retries=retries, raw=True)
+            batches = await openai_compat.stream(self.client, t, _for(body, t), retries=retries, raw=True,
+                                                  server_tools=server_tools)
             return await first_content(batches, t.provider)
 
         opened, target = await self.run(route, candidates, open_one, hold=True, trace=trace)

@@ -43,6 +43,7 @@ class Options:
     """Per-request knobs the protocol endpoints pass to the pipeline."""
 
     force_search: bool | None = None  # True/False: client override; None: policy decides
+    force_call: bool = False  # the client's tool_choice forces its hosted search: the model must call it
     hosted: HostedSearch | None = None
     hosted_fetch: HostedFetch | None = None  # the client offered a hosted fetch (Anthropic web_fetch)
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)

@@ -106,6 +106,7 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
         try:
             call = tool.call(call_id, fn.get("arguments"), state.request)
         except ArgumentError as e:
+            log.info("unusable arguments for %s: %s", fn.get("name"), e)
             messages[i] = _tool(call_id, f"Error: {e}")
             bad_arguments += 1
             continue

@@ -76,6 +76,10 @@ INTENT_DECISIONS = Counter(
     "searchhub_intent_decisions_total", "Intent classifier decisions.", ["language", "rule", "decision"],
     registry=REGISTRY,
 )
+TEXT_TOOL_CALLS = Counter(
+    "searchhub_text_tool_calls_total", "Tool calls recovered from text the backend wrote instead of tool_calls.",
+    ["provider"], registry=REGISTRY,
+)
 CONFIG_RELOADS = Counter(
     "searchhub_config_reloads_total", "Config reload attempts.", ["outcome"], registry=REGISTRY
 )

@@ -13,15 +13,20 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from . import metrics
+from . import usage as usages
 from .backends.normalize import StreamNormalizer, ToolCallAssembler, normalize_completion
+from .backends.text_calls import TextCall, TextCallScanner, extract
 from .chain import ChainSession, ChainState, Hidden, splice
 from .citations import annotate, sources_from_content
 from .dispatch import Dispatcher
 from .errors import Unavailable
 from .events import Options, Outcome
+from .ids import new_id
 from .injection import Decision, decide, eligible, ineligible_reason, request_of, tool_name
+from .intent import latest_user_text
 from .logctx import chain_id_var
 from .loop import LoopState, run_round
+from .presearch import search_call, search_query, with_results
 from .protocols.chat_request import CONTEXT_COUNTS, search_options
 from .relay import relay_chunks, relay_sse
 from .router import Router
@@ -46,6 +51,9 @@ class Plan:
     served: frozenset[str] = frozenset()  # server tools serviced in this request; empty = a plain relay
     request: ToolRequest = ToolRequest()
     prior: tuple = ()  # numbered sources of spliced hidden calls
+    mode: str = "tool"  # webSearch.mode for this request: tool | presearch | hybrid
+    presearch: bool = False  # search first, with a query from the user's text
+    text_names: frozenset[str] = frozenset()  # tool calls written as text are recovered for these
     decision: Decision | None = None  # None: the target could not get the tools at all ...
     ineligible: str | None = None  # ... for this reason
 
@@ -98,6 +106,38 @@ def joined(texts: list[str]) -> str:
     return out
 
 
+def fill_usage(resp: dict, body: dict, target: Target) -> None:
+    """A completion without usage gets an estimate (hub/usage.py), where the family allows it."""
+    if not usages.missing(resp.get("usage")) or not target.provider.quirks.estimate_usage:
+        return
+    msg = ((resp.get("choices") or [{}])[0] or {}).get("message") or {}
+    text = str(msg.get("content") or "") + "".join(
+        str((c.get("function") or {}).get("arguments") or "") for c in msg.get("tool_calls") or () if isinstance(c, dict))
+    resp["usage"] = usages.estimate(target.provider.id, usages.prompt_tokens(body.get("messages"), body.get("tools")),
+                                    usages.text_tokens(text))
+
+
+def text_call(call: TextCall, index: int | None = None) -> dict:
+    """A call recovered from text, as a tool call."""
+    out: dict = {"id": new_id("call"), "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+    if index is not None:
+        out["index"] = index
+    return out
+
+
+def recover_text_calls(msg: dict, names: frozenset[str], target: Target) -> None:
+    """Tool calls the backend wrote in the message text become tool_calls (hub/backends/text_calls.py)."""
+    content = msg.get("content")
+    if not names or msg.get("tool_calls") or not isinstance(content, str) or not content:
+        return
+    text, calls = extract(content, names)
+    if calls:
+        metrics.TEXT_TOOL_CALLS.labels(target.provider.id).inc(len(calls))
+        log.info("recovered %d tool call(s) written as text by %s", len(calls), target.key)
+        msg["content"] = text or None
+        msg["tool_calls"] = [text_call(c) for c in calls]
+
+
 def final_finish(finish: str | None, client_calls: bool) -> str:
     """The finish reason the client sees: its own calls, else the model's, never our tool calls."""
     if client_calls:
@@ -121,8 +161,25 @@ class Turn:
         self.first = True
         self.usage: dict = {}
         self.texts: list[str] = []
-        self.allow = self.state.tool_allowed()
+        self.offer = plan.mode != "presearch"  # presearch alone never offers the tool to the model
+        self.allow = self.allowed()
         self.opening = self.body(self.allow)  # the first round's request
+
+    def allowed(self) -> bool:
+        """May the next round still call our tools?"""
+        return self.offer and self.state.tool_allowed()
+
+    async def presearch(self, events: list | None) -> None:
+        """Search with a query taken from the user's text and put the results in front of the model."""
+        ws_name = self.pipeline.config.web_search.tool_name
+        query = search_query(latest_user_text(self.messages) or "")
+        log.info("presearch: %r", query)
+        tool_msgs = await run_round(self.state, [search_call(new_id("call"), ws_name, query)], self.pipeline.tools,
+                                    emit=events.append if events is not None else None)
+        self.messages = with_results(self.messages, query, [str(m.get("content") or "") for m in tool_msgs])
+        self.first = True
+        self.allow = self.allowed()
+        self.opening = self.body(self.allow)
 
     def body(self, allow: bool) -> dict:
         """The next round's request; without our tools when they are no longer allowed."""
@@ -253,6 +310,9 @@ class Pipeline:
         request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted, side=routing.side,
                              hosted_fetch=opts.hosted_fetch)
         decision = decide(ws, provider, request, routing.state)
+        plan.mode = plan.limits.mode
+        plan.presearch = (decision.inject and plan.mode != "tool" and ws.tool_name in self.tools
+                          and bool(messages) and messages[-1].get("role") == "user")
         if decision.by_intent and decision.intent is not None and not routing.counted:
             routing.counted = True
             intent = decision.intent
@@ -261,6 +321,11 @@ class Pipeline:
         plan.decision = decision
         plan.body = self._inject(plan, body, messages, decision, opts, provider.id) if decision.inject else (
             body if messages is body["messages"] else {**body, "messages": messages})
+        scope = provider.quirks.text_tool_calls
+        if scope == "server":
+            plan.text_names = plan.served
+        elif scope == "all" and plan.served:
+            plan.text_names = plan.served | {n for n in map(tool_name, body.get("tools") or []) if n}
         return plan
 
     def turn(self, routing: Routing, provider: Provider, turns: dict[str, Turn], *, stream: bool) -> Turn:
@@ -284,7 +349,7 @@ class Pipeline:
                 trace.decided(plan.decision, plan.limits.inject_policy)
         if not plan.relay:
             metrics.WEB_SEARCH_INJECTIONS.labels(target.provider.type).inc()
-            metrics.SEARCH_MODE.labels("tool").inc()
+            metrics.SEARCH_MODE.labels("tool" if plan.mode == "tool" else "presearch").inc()
         return plan
 
     def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options,
@@ -304,7 +369,20 @@ class Pipeline:
         new_body = {**body, "messages": messages}
         if added:
             new_body["tools"] = [*(body.get("tools") or []), *added]
+        ws = self.config.web_search
+        if opts.force_call and body.get("tool_choice") is None and plan.mode == "tool" and ws.tool_name in self.tools:
+            # the client forced its hosted search: backends/quirks.py puts it in the family's forcing form
+            new_body["tool_choice"] = {"type": "function", "function": {"name": ws.tool_name}}
         return new_body
+
+    async def presearch(self, routing: Routing, turns: dict[str, Turn], *, stream: bool) -> list:
+        """Presearch for the first candidate, when its plan asks for it (before the first round);
+        the events to show (a target that takes over later answers without it)."""
+        events: list = []
+        provider = routing.candidates[0].provider
+        if self.plan(routing, provider).presearch:
+            await self.turn(routing, provider, turns, stream=stream).presearch(events)
+        return events
 
     # ------------------------------------------------------------ non-streaming
 
@@ -316,18 +394,27 @@ class Pipeline:
             plan = self.plan(routing, target.provider)
             return plan.body if plan.relay else self.turn(routing, target.provider, turns, stream=False).opening
 
-        resp, target = await self.dispatcher.complete(routing.route, routing.candidates, opening, trace=opts.trace)
+        await self.presearch(routing, turns, stream=False)
+        resp, target = await self.dispatcher.complete(routing.route, routing.candidates, opening, trace=opts.trace,
+                                                      server_tools=self.tools.names)
         plan = self.committed(routing, target, opts.trace)
         if plan.relay:
             if opts.trace is not None:
                 opts.trace.finish_answer(resp, self.config.trace.bodies, plan.body)
-            return Outcome(normalize_completion(resp), target=target.key)
+            normalize_completion(resp)
+            fill_usage(resp, plan.body, target)
+            return Outcome(resp, target=target.key)
         turn = self.turn(routing, target.provider, turns, stream=False)
         allow = turn.allow
+        sent = turn.opening
         first_id = None
         while True:
             turn.served_to(target)
             normalize_completion(resp)
+            fill_usage(resp, sent, target)
+            if allow:
+                recover_text_calls(((resp.get("choices") or [{}])[0] or {}).get("message") or {},
+                                   turn.plan.text_names, target)
             first_id = first_id or resp.get("id")
             add_usage(turn.usage, resp.get("usage"))
             choice = (resp.get("choices") or [{}])[0]
@@ -340,9 +427,10 @@ class Pipeline:
             if not ours or not allow or not await turn.after_round(msg.get("content"), ours,
                                                                    [c.get("id") for c in theirs], None):
                 break
-            allow = turn.state.tool_allowed()
-            resp, target = await self.dispatcher.complete(routing.route, turn.candidates, turn.body(allow),
-                                                          trace=turn.trace)
+            allow = turn.allowed()
+            sent = turn.body(allow)
+            resp, target = await self.dispatcher.complete(routing.route, turn.candidates, sent, trace=turn.trace,
+                                                          server_tools=self.tools.names)
         finish = final_finish(choice.get("finish_reason"), bool(theirs))
         content = joined(turn.texts)
         out_msg: dict = {"role": "assistant", "content": content or None}
@@ -375,13 +463,20 @@ class Pipeline:
         def raw(target: Target) -> bool:  # the encoder takes pre-framed chat SSE: the fast path
             return opts.frames and self.plan(routing, target.provider).relay
 
+        events = await self.presearch(routing, turns, stream=True)
         it, target = await self.dispatcher.stream(routing.route, routing.candidates, opening, raw=raw,
-                                                  trace=opts.trace)
-        if self.committed(routing, target, opts.trace).relay:
-            return relay_sse(it, target) if opts.frames else relay_chunks(it)
+                                                  trace=opts.trace, server_tools=self.tools.names)
+        plan = self.committed(routing, target, opts.trace)
+        if plan.relay:
+            prompt = usages.prompt_tokens(plan.body.get("messages"), plan.body.get("tools"))
+            if opts.frames:
+                want = bool((plan.body.get("stream_options") or {}).get("include_usage"))
+                return relay_sse(it, target, prompt=prompt, want_usage=want)
+            return relay_chunks(it, target, prompt=prompt)
         turn = self.turn(routing, target.provider, turns, stream=True)
         turn.served_to(target)
-        return StreamDriver(turn, self.config.web_search.keepalive_s).run(it, target, turn.allow)
+        before = events if turn.plan.presearch else []
+        return StreamDriver(turn, self.config.web_search.keepalive_s).run(it, target, turn.allow, before)
 
 
 class StreamDriver:
@@ -398,13 +493,17 @@ class StreamDriver:
         self.their_ids: list[str] = []
         self.their_calls = False
 
-    async def run(self, it: AsyncIterator[dict], target: Target, allow: bool) -> AsyncIterator:
+    async def run(self, it: AsyncIterator[dict], target: Target, allow: bool,
+                  before: list | None = None) -> AsyncIterator:
         turn = self.turn
+        for item in before or ():  # the presearch's events
+            yield item
         try:
             while True:
                 ours = ToolCallAssembler()
                 round_text: list[str] = []
-                async for chunk in self._round(it, ours, round_text):
+                scanner = TextCallScanner(turn.plan.text_names if allow else frozenset())
+                async for chunk in self._round(it, ours, round_text, scanner, target):
                     yield chunk
                 if round_text:
                     self.prev_text_end_ws = round_text[-1][-1:].isspace()
@@ -417,11 +516,12 @@ class StreamDriver:
                     yield item
                 if not task.result():
                     break
-                allow = turn.state.tool_allowed()
+                allow = turn.allowed()
                 self.finish = None
                 await it.aclose()
                 it, target = await turn.pipeline.dispatcher.stream(turn.plan.route, turn.candidates, turn.body(allow),
-                                                                   trace=turn.trace)
+                                                                   trace=turn.trace,
+                                                                   server_tools=turn.pipeline.tools.names)
                 turn.served_to(target)
         finally:
             await it.aclose()
@@ -429,16 +529,22 @@ class StreamDriver:
             yield chunk
         await turn.finish(final_finish(self.finish, self.their_calls), {"usage": turn.usage, "text": "".join(turn.texts)})
 
-    async def _round(self, it: AsyncIterator[dict], ours: ToolCallAssembler, round_text: list[str]) -> AsyncIterator:
+    async def _round(self, it: AsyncIterator[dict], ours: ToolCallAssembler, round_text: list[str],
+                     scanner: TextCallScanner, target: Target) -> AsyncIterator:
         turn = self.turn
         normalizer = StreamNormalizer()
         kinds: dict[int, bool] = {}  # upstream tool-call index -> is ours
         their_index: dict[int, int] = {}
+        chunks = 0
+        has_usage = False
+        native_calls = False
         async for raw in it:
+            chunks += 1
             chunk = normalizer.feed(raw)
             if chunk is None:
                 continue
-            if chunk.get("usage"):
+            if not usages.missing(chunk.get("usage")):
+                has_usage = True
                 add_usage(turn.usage, chunk["usage"])
             choices = chunk.get("choices")
             if not choices:
@@ -450,6 +556,8 @@ class StreamDriver:
             delta = choice.get("delta") or {}
             out: dict = {}
             text = delta.get("content")
+            if text and not native_calls:
+                text = scanner.feed(text)  # holds back what may be a call written as text
             if text:
                 if not round_text and turn.texts and not self.prev_text_end_ws and not text[0].isspace():
                     text = "\n\n" + text
@@ -459,6 +567,7 @@ class StreamDriver:
             if delta.get("reasoning_content"):
                 out["reasoning_content"] = delta["reasoning_content"]
             for tc in delta.get("tool_calls") or []:
+                native_calls = True
                 idx = tc.get("index", 0)
                 if idx not in kinds:
                     kinds[idx] = turn.ours(tc)
@@ -477,6 +586,41 @@ class StreamDriver:
                     out = {"role": "assistant", **out}
                     self.sent_role = True
                 yield {**self.base, "choices": [{"index": 0, "delta": out, "finish_reason": None}]}
+        for chunk in self._round_end(scanner, native_calls, kinds, their_index, ours, round_text, target):
+            yield chunk
+        if not has_usage and chunks and target.provider.quirks.estimate_usage:
+            add_usage(turn.usage, usages.estimate(target.provider.id, usages.prompt_tokens(
+                turn.messages, turn.plan.body.get("tools")), max(chunks - 2, 1)))
+
+    def _round_end(self, scanner: TextCallScanner, native_calls: bool, kinds: dict, their_index: dict,
+                   ours: ToolCallAssembler, round_text: list[str], target: Target) -> list[dict]:
+        """What the text-call scanner still held: the text, and the calls it recovered."""
+        turn = self.turn
+        rest = scanner.finish()
+        out: dict = {}
+        if rest:
+            round_text.append(rest)
+            turn.texts.append(rest)
+            out["content"] = rest
+        if scanner.calls and not native_calls:
+            metrics.TEXT_TOOL_CALLS.labels(target.provider.id).inc(len(scanner.calls))
+            log.info("recovered %d tool call(s) written as text by %s", len(scanner.calls), target.key)
+            for call in scanner.calls:
+                tc = text_call(call, index=len(kinds))
+                kinds[len(kinds)] = call.name in turn.plan.served
+                if call.name in turn.plan.served:
+                    ours.add([tc])
+                else:
+                    self.their_calls = True
+                    self.their_ids.append(tc["id"])
+                    out.setdefault("tool_calls", []).append({**tc, "index": len(their_index)})
+                    their_index[len(their_index)] = len(their_index)
+        if not out or self.base is None:
+            return []
+        if not self.sent_role:
+            out = {"role": "assistant", **out}
+            self.sent_role = True
+        return [{**self.base, "choices": [{"index": 0, "delta": out, "finish_reason": None}]}]
 
     def _ending(self, target: Target) -> list[dict]:
         """Citations, the finish and the summed usage, as the last chunks."""

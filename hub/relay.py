@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import msgspec
 
+from . import usage as usages
 from .backends.normalize import StreamNormalizer
 from .backends.openai_compat import decode_chunk
 from .settings import Target
@@ -18,47 +19,83 @@ def plain(data: bytes) -> bool:
     """A chunk the normalizer would leave as it is: text or usage only, no role, tools, reasoning
     or finish. Checked on the bytes, so most of a stream is relayed without decoding."""
     return (b'"finish_reason":null' in data or b'"finish_reason": null' in data) and not (
-        b'"tool_calls"' in data or b'"role"' in data or b'"reasoning' in data or b'"error"' in data)
+        b'"tool_calls"' in data or b'"role"' in data or b'"reasoning' in data or b'"error"' in data
+        or b'"function_call"' in data)
 
 
-async def relay_sse(it: AsyncIterator[list[bytes]], target: Target) -> AsyncIterator[bytes]:
+def _has_usage(data: bytes) -> bool:
+    return b'"usage":{' in data or b'"usage": {' in data
+
+
+async def relay_sse(it: AsyncIterator[list[bytes]], target: Target, *, prompt: int = 0,
+                    want_usage: bool = False) -> AsyncIterator[bytes]:
     """Chat-to-chat relay: each network read of the upstream becomes one write to the client. The
     upstream's `[DONE]` goes out framed, in the write of the chunks that came with it (the encoder
-    then stops); a stream that ends without one gets it from the encoder."""
+    then stops); a stream that ends without one gets it from the encoder. When the client asked for
+    usage and the backend sent none, an estimate comes before the end (hub/usage.py)."""
     normalizer = StreamNormalizer()
     first = True
+    base: dict = {}
+    chunks = 0
+    seen_usage = False
+
+    def estimated() -> list[bytes]:
+        if not want_usage or seen_usage or not chunks or not target.provider.quirks.estimate_usage:
+            return []
+        usage = usages.estimate(target.provider.id, prompt, max(chunks - 2, 1))
+        return [b"data: " + _encode({**base, "object": "chat.completion.chunk", "choices": [],
+                                     "usage": usage}) + b"\n\n"]
+
     try:  # try/finally rather than contextlib.aclosing: this runs once per stream on the hot path
         async for batch in it:
             out = []
             for data in batch:
                 if data == b"[DONE]":  # the end goes out in the same write as the last chunks
+                    out.extend(estimated())
                     out.append(DONE)
                     yield b"".join(out)
                     return  # nothing after [DONE] is relayed
                 if not data:
                     continue
+                chunks += 1
+                seen_usage = seen_usage or _has_usage(data)
                 if not first and plain(data):
                     out.append(b"data: " + data + b"\n\n")
                     continue
                 chunk = decode_chunk(data, target.provider)
                 if chunk is None:
                     continue
+                if first:
+                    base = {k: chunk[k] for k in ("id", "created", "model") if k in chunk}
                 first = False
                 fixed = normalizer.feed(chunk)
                 if fixed is not None:
                     out.append(b"data: " + _encode(fixed) + b"\n\n")
             if out:
                 yield b"".join(out)
+        tail = estimated()
+        if tail:
+            yield b"".join(tail)
     finally:
         await it.aclose()
 
 
-async def relay_chunks(it: AsyncIterator[dict]) -> AsyncIterator[dict]:
+async def relay_chunks(it: AsyncIterator[dict], target: Target | None = None, *,
+                       prompt: int = 0) -> AsyncIterator[dict]:
     normalizer = StreamNormalizer()
+    chunks = 0
+    seen_usage = False
+    base: dict = {}
     try:
         async for raw in it:
+            chunks += 1
             chunk = normalizer.feed(raw)
             if chunk is not None:
+                if not base:
+                    base = {k: chunk[k] for k in ("id", "object", "created", "model") if k in chunk}
+                seen_usage = seen_usage or not usages.missing(chunk.get("usage"))
                 yield chunk
+        if target is not None and not seen_usage and target.provider.quirks.estimate_usage and chunks:
+            yield {**base, "choices": [], "usage": usages.estimate(target.provider.id, prompt, max(chunks - 2, 1))}
     finally:
         await it.aclose()

@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .backends.proxy import mask_proxy
+from .backends.quirks import Quirks
+from .backends.quirks import resolve as resolve_quirks
 from .keys import ApiKey
 from .side_requests import SideConfig
 
-SELF_HOSTED_TYPES = frozenset({"vllm", "ollama", "llamacpp", "lmstudio", "openai-compatible"})
+SELF_HOSTED_TYPES = frozenset({"vllm", "ollama", "llamacpp", "lmstudio", "sglang", "openai-compatible"})
 COMMERCIAL_TYPES = frozenset({"openai", "anthropic", "gemini", "glm", "dashscope", "moonshot", "perplexity"})
 ROUTE_CLASSES = ("longcontext", "thinking", "background")
 SEARCH_ROUTE = "web_search"
@@ -30,6 +32,7 @@ class Provider:
     self_hosted: bool
     max_concurrency: int | None
     proxy: str | None = field(repr=False)  # None: the environment's; "direct": none
+    quirks: Quirks = field(default_factory=lambda: resolve_quirks("openai", None))
 
     def masked(self) -> dict:
         return {
@@ -85,6 +88,7 @@ class Limits:
     loop_wall_clock_s: float
     max_total_result_bytes: int
     max_consecutive_errors: int
+    mode: str = "tool"  # tool | presearch | hybrid
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,8 @@ async def first_content(batches: AsyncIterator[list[bytes]], provider: Provider)
                 try:
                     chunk = decode_chunk(data, provider)
                 except UpstreamError as e:  # an error chunk or garbage before any content: try the next
+                    if e.kind is not None:
+                        raise  # about the request (a context overflow): the same on every target
                     raise UpstreamError(e.reason, status=e.status or 502) from None
                 if chunk is not None and has_content(chunk):
                     return Opened(head, batches, provider)

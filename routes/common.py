@@ -129,6 +129,12 @@ def as_gateway_error(exc: Exception) -> GatewayError:
             detail={"attempts": [a.as_dict() for a in exc.attempts]},
         )
     if isinstance(exc, UpstreamError):
+        if exc.kind is not None:  # about the request, whatever status the backend chose
+            what = "the prompt does not fit the model's context" if exc.kind == "context_overflow" \
+                else "the backend rejected the request"
+            return GatewayError(f"{what} (HTTP {exc.status}): {exc.message}" if exc.message else what,
+                                status=400, type="invalid_request_error",
+                                code="context_length_exceeded" if exc.kind == "context_overflow" else "upstream_rejected")
         return GatewayError(exc.reason, status=exc.status or 502, type="server_error", code="upstream_error")
     return GatewayError("internal error", status=500, type="server_error")
 
@@ -156,7 +162,8 @@ def openai_error(exc: Exception) -> Response:
 
 def openai_stream_error(exc: Exception) -> bytes:
     err = as_gateway_error(exc)
-    return b"data: " + _encode({"error": {"message": err.message, "type": "server_error", "param": None,
+    kind = err.type if err.status < 500 else "server_error"
+    return b"data: " + _encode({"error": {"message": err.message, "type": kind, "param": None,
                                           "code": err.code}}) + b"\n\n"
 
 

@@ -224,6 +224,8 @@ async def create_message(request: Request) -> Response:
         input_tokens = estimate_input_tokens(body)
         opts = options(request, body)
         opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
+        if ctx.force_search and opts.force_search is None:
+            opts.force_search = opts.force_call = True
         query = search_execution_query(body)
         if query is not None:
             if rt.tools.search is None:

@@ -107,6 +107,7 @@ async def create_response(request: Request) -> Response:
         opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
         if opts.force_search is None and ctx.force_search:
             opts.force_search = True
+            opts.force_call = True
         if ctx.stream:
             items = await rt.pipeline.stream(chat, opts)
             return StreamingResponse(_events(rt, ctx, items), media_type="text/event-stream", headers=SSE_HEADERS)

@@ -142,7 +142,7 @@ def test_failover_guards_and_filters(gateway, fake_model, fake_model_b, search_f
     searched = admin(gw, "/admin/traces", searched="1").json()["data"]
     assert len(searched) == 1 and searched[0]["client"] == "claude-cli"
     t = admin(gw, f"/admin/traces/{searched[0]['id']}").json()
-    assert t["targets"][0] == {"target": "local.m", "outcome": "failed", "reason": "upstream answered HTTP 500",
+    assert t["targets"][0] == {"target": "local.m", "outcome": "failed", "reason": "upstream answered HTTP 500: boom",
                                "status": 500, "atMs": t["targets"][0]["atMs"], "ms": t["targets"][0]["ms"]}
     assert t["targets"][1]["target"] == "b.m" and t["targets"][1]["outcome"] == "ok"
     assert t["calls"][0]["engine"] == "serper" and t["calls"][0]["chosenBy"] == "model"

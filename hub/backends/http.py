@@ -16,6 +16,7 @@ import msgspec
 
 from ..redaction import redact_bytes
 from ..settings import Provider
+from .failures import error_message, request_kind, scrub
 from .proxy import ProxyPolicy
 from .transport import PROXY_EXTENSION, LeanAiohttpTransport, Streamed, UpstreamClient
 
@@ -28,7 +29,7 @@ class UpstreamError(Exception):
 
     def __init__(
         self, reason: str, *, status: int | None = None, retryable: bool = True, body: bytes | None = None,
-        retry_after: str | None = None,
+        retry_after: str | None = None, message: str = "", kind: str | None = None,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -36,6 +37,8 @@ class UpstreamError(Exception):
         self.retryable = retryable
         self.body = body
         self.retry_after = retry_after
+        self.message = message  # the backend's own words, scrubbed and bounded
+        self.kind = kind  # "validation" | "context_overflow": about the request, whatever the status
 
 
 def make_client(env: Mapping[str, str] | None = None) -> httpx.AsyncClient:
@@ -74,15 +77,31 @@ def timeout_for(provider: Provider, total: float | None = None) -> httpx.Timeout
 
 
 def _status_error(status: int, body: bytes, headers: httpx.Headers, provider: Provider) -> UpstreamError:
+    body = redacted(body[:65536], provider)
+    text, err = error_message(body)
+    message = scrub(text)
+    kind = request_kind(status, text, err)
     # 401/403 mean our provider credentials are wrong, not the client's: another target may work.
-    retryable = status in (401, 403, 408, 429) or status >= 500
+    # An error about the request would fail the same way anywhere.
+    retryable = kind is None and (status in (401, 403, 408, 429) or status >= 500)
     return UpstreamError(
-        f"upstream answered HTTP {status}",
+        f"upstream answered HTTP {status}" + (f": {message}" if message else ""),
         status=status,
         retryable=retryable,
-        body=redacted(body[:65536], provider),
+        body=body,
         retry_after=headers.get("retry-after"),
+        message=message,
+        kind=kind,
     )
+
+
+def stream_error(data: bytes, provider: Provider) -> UpstreamError:
+    """An error the backend sent as a stream event; a context overflow is the client's 400."""
+    text, err = error_message(redacted(data[:65536], provider))
+    message = scrub(text)
+    kind = request_kind(None, text, err)
+    return UpstreamError(f"upstream error mid-stream: {message}", status=400 if kind else 502, retryable=False,
+                         body=redacted(data[:65536], provider) if kind else None, message=message, kind=kind)
 
 
 def redacted(body: bytes, provider: Provider) -> bytes:

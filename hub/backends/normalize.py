@@ -7,6 +7,7 @@ string it sees twice, so a stream must carry role once per choice, and id/type/n
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 from ..ids import new_id
@@ -14,6 +15,21 @@ from ..ids import new_id
 _TOP_EXTRAS = ("prompt_logprobs", "prompt_token_ids", "kv_transfer_params")
 _CHOICE_EXTRAS = ("stop_reason", "token_ids")
 _JSON_SPACE = " \t\r\n"
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what every client protocol accepts as a call id
+_NAME_NOISE = re.compile(r"^\s*[\"'`]?(?:functions?[.:])?|[\"'`]?\s*(?:<\|[^|]*\|>|</?[a-z_]+>)*\s*$")
+
+
+def clean_name(name: object) -> str | None:
+    """A tool name as the backend meant it: "functions.web_search", "web_search<|im_end|>" and
+    quoted names are what small models and some templates produce."""
+    if not isinstance(name, str):
+        return None
+    name = _NAME_NOISE.sub("", name)
+    return name or None
+
+
+def _usable_id(call_id: object) -> bool:
+    return isinstance(call_id, str) and _ID.fullmatch(call_id) is not None
 
 
 def new_call_id() -> str:
@@ -76,7 +92,10 @@ def normalize_completion(resp: dict) -> dict:
         _drop_non_text(message)
         calls = _usable_calls(message)
         if not calls:
+            _fix_function_call(message)
             continue
+        if "function_call" in message and _same_call(message["function_call"], calls):
+            message.pop("function_call")  # llama.cpp sends the legacy field beside tool_calls
         _fix_calls(calls)
         if choice.get("finish_reason") in (None, "stop"):
             choice["finish_reason"] = "tool_calls"
@@ -118,7 +137,7 @@ def _fix_calls(calls: list) -> None:
         if not isinstance(call, dict):
             continue
         call_id = call.get("id")
-        if not isinstance(call_id, str) or not call_id or call_id in seen:
+        if not _usable_id(call_id) or call_id in seen:
             call_id = call["id"] = new_call_id()
         seen.add(call_id)
         if not call.get("type"):
@@ -126,8 +145,29 @@ def _fix_calls(calls: list) -> None:
         function = call.get("function")
         if not isinstance(function, dict):
             function = call["function"] = {}
+        if "name" in function:
+            function["name"] = clean_name(function["name"]) or ""
         arguments = _arguments_text(function.get("arguments"))
         function["arguments"] = "{}" if _blank(arguments) else arguments
+
+
+def _fix_function_call(message: dict) -> None:
+    fc = message.get("function_call")
+    if isinstance(fc, dict):
+        if "name" in fc:
+            fc["name"] = clean_name(fc["name"]) or ""
+        fc["arguments"] = _arguments_text(fc.get("arguments")) or ""
+    elif "function_call" in message and fc is None:
+        message.pop("function_call")
+
+
+def _same_call(fc: object, calls: list) -> bool:
+    """The legacy function_call repeats one of the tool calls (or is empty)."""
+    if not isinstance(fc, dict):
+        return fc is None
+    name = clean_name(fc.get("name"))
+    return name is None or any(isinstance(c, dict) and clean_name((c.get("function") or {}).get("name")) == name
+                               for c in calls)
 
 
 # --- streaming ----------------------------------------------------------------------------------
@@ -147,6 +187,7 @@ class _Choice:
     by_backend_index: dict[int, _Call] = field(default_factory=dict)
     ids: set[str] = field(default_factory=set)
     last: _Call | None = None
+    function_named: bool = False  # the legacy function_call's name was sent
 
 
 class StreamNormalizer:
@@ -186,7 +227,21 @@ class StreamNormalizer:
             delta.pop("role", None)
         _move_reasoning(delta)
         _drop_non_text(delta)
+        fc = delta.pop("function_call", None)
         fragments = delta.pop("tool_calls", None)
+        if isinstance(fc, dict) and not fragments and not state.calls:
+            # legacy function_call only: llama.cpp repeats the name in every chunk, clients concatenate it
+            fc = dict(fc)
+            name = clean_name(fc.pop("name", None))
+            if name is not None and not state.function_named:
+                fc["name"] = name
+                state.function_named = True
+            arguments = _arguments_text(fc.get("arguments"))
+            fc.pop("arguments", None)
+            if arguments:
+                fc["arguments"] = arguments
+            if fc:
+                delta["function_call"] = fc
         if isinstance(fragments, list) and fragments:
             fixed = [out for frag in fragments if (out := self._fix_fragment(state, frag)) is not None]
             if fixed:
@@ -215,8 +270,8 @@ class StreamNormalizer:
         if not isinstance(backend_index, int) or isinstance(backend_index, bool):
             inner = function.get("index")  # native Ollama keeps it inside function
             backend_index = inner if isinstance(inner, int) and not isinstance(inner, bool) else None
-        call_id = frag.get("id") if isinstance(frag.get("id"), str) and frag.get("id") else None
-        name = function.get("name") if isinstance(function.get("name"), str) and function["name"] else None
+        call_id = frag.get("id") if _usable_id(frag.get("id")) else None
+        name = clean_name(function.get("name"))
 
         call = self._known_call(state, backend_index, call_id, name)
         out_function: dict = {}

@@ -9,7 +9,8 @@ import httpx
 import msgspec
 
 from ..settings import Provider, Target
-from .http import UpstreamError, open_sse, post_json, redacted, sse_batches, sse_data
+from . import quirks
+from .http import UpstreamError, open_sse, post_json, sse_batches, sse_data, stream_error
 
 # Fields only searchhub reads; a backend may reject them.
 _GATEWAY_FIELDS = ("web_search", "enable_web_search", "web_search_options")
@@ -33,8 +34,9 @@ def headers(provider: Provider, *, stream: bool = False) -> dict[str, str]:
     return h
 
 
-def outbound(body: dict, target: Target, *, stream: bool) -> dict:
-    """The request body a backend receives: the target's model name, no gateway-only fields."""
+def outbound(body: dict, target: Target, *, stream: bool, server_tools: frozenset[str] = frozenset()) -> dict:
+    """The request body a backend receives: the target's model name, no gateway-only fields, shaped
+    for the backend's family (hub/backends/quirks.py)."""
     out = {k: v for k, v in body.items() if k not in _GATEWAY_FIELDS}
     out["model"] = target.model
     if not out.get("tools"):
@@ -46,27 +48,43 @@ def outbound(body: dict, target: Target, *, stream: bool) -> dict:
     else:
         out.pop("stream", None)
         out.pop("stream_options", None)
-    return out
+    return quirks.outbound(out, target.provider.quirks, server_tools=server_tools)
 
 
-async def complete(client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0) -> dict:
+async def complete(client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0,
+                   server_tools: frozenset[str] = frozenset()) -> dict:
     p = target.provider
-    data = await post_json(client, p, chat_url(p), outbound(body, target, stream=False), headers(p), retries=retries)
+    data = await post_json(client, p, chat_url(p), outbound(body, target, stream=False, server_tools=server_tools),
+                           headers(p), retries=retries)
     if "choices" not in data:
         raise UpstreamError("upstream answered without choices", status=502)
     return data
 
 
 async def stream(
-    client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0, raw: bool = False
+    client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0, raw: bool = False,
+    server_tools: frozenset[str] = frozenset(),
 ) -> AsyncIterator:
     """Open the stream (errors before the first byte raise UpstreamError here, so the caller can
     fail over) and return an iterator of decoded chunks, or with raw, of the `data:` payloads of
-    each network read (for a relay that forwards most of them untouched)."""
+    each network read (for a relay that forwards most of them untouched). A request with tools the
+    family cannot stream is asked whole and replayed as chunks (hub/backends/quirks.py)."""
     p = target.provider
-    resp = await open_sse(client, p, chat_url(p), outbound(body, target, stream=True), headers(p, stream=True),
-                          retries=retries)
+    out = outbound(body, target, stream=True, server_tools=server_tools)
+    if not quirks.streams(out, p.quirks):
+        whole = {k: v for k, v in out.items() if k not in ("stream", "stream_options")}
+        data = await post_json(client, p, chat_url(p), whole, headers(p), retries=retries)
+        return _replayed(quirks.as_chunks(data), raw)
+    resp = await open_sse(client, p, chat_url(p), out, headers(p, stream=True), retries=retries)
     return sse_batches(resp) if raw else _chunks(resp, p)
+
+
+async def _replayed(chunks: list[dict], raw: bool) -> AsyncIterator:
+    if raw:
+        yield [msgspec.json.encode(c) for c in chunks]
+        return
+    for chunk in chunks:
+        yield chunk
 
 
 def decode_chunk(data: bytes, provider: Provider) -> dict | None:
@@ -78,10 +96,7 @@ def decode_chunk(data: bytes, provider: Provider) -> dict | None:
     if not isinstance(chunk, dict):
         return None
     if "error" in chunk or chunk.get("object") == "error":
-        err = chunk.get("error", chunk)
-        msg = str(err.get("message") if isinstance(err, dict) else None)[:200]
-        msg = redacted(msg.encode(), provider).decode(errors="replace")
-        raise UpstreamError(f"upstream error mid-stream: {msg}", status=502, retryable=False)
+        raise stream_error(data, provider)
     return chunk
 
 

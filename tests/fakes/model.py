@@ -12,6 +12,7 @@ Script entries (consumed one per request; a callable is called with the request 
   {"args_as_object": True, ...}, {"no_ids": True, ...}  quirks
   {"reasoning": "..."}                                  reasoning text (vLLM 'reasoning_content')
   {"raw_message": {...}} / {"raw_deltas": [{...}, ...]}  a message / stream deltas exactly as given (broken models)
+  {"no_usage": True, ...}                               no usage at all (llama.cpp-family streams)
 With an empty script the model answers {"content": "ok"}.
 """
 
@@ -98,7 +99,7 @@ class FakeModel:
                                 status_code=reply["status"])
         calls = [self._call(i, c, reply) for i, c in enumerate(reply.get("tool_calls", []))]
         finish = reply.get("finish_reason") or ("tool_calls" if calls else "stop")
-        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        usage = None if reply.get("no_usage") else {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         if not body.get("stream") and "raw_message" in reply:
             return JSONResponse({"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                                  "model": body.get("model"), "usage": usage,
@@ -113,7 +114,7 @@ class FakeModel:
                 "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                 "model": body.get("model"),
                 "choices": [{"index": 0, "message": msg, "finish_reason": finish, "logprobs": None}],
-                "usage": usage,
+                **({"usage": usage} if usage else {}),
             })
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return StreamingResponse(self._sse(body, reply, calls, finish, usage if include_usage else None),

@@ -29,6 +29,7 @@ class MessagesContext:
     stream: bool = False
     hosted: HostedSearch | None = None  # the client offered the web_search server tool
     hosted_fetch: HostedFetch | None = None  # the client offered the web_fetch server tool
+    force_search: bool = False  # tool_choice forces the hosted web_search
     thinking: bool = False  # thinking enabled or adaptive (the `reasoning` alias applies)
     show_thinking: bool = False  # answer reasoning as thinking blocks
     session_id: str | None = None  # Claude Code's session, from metadata.user_id
@@ -273,6 +274,11 @@ def to_chat(req: object, replays: Replays = DEFAULT_REPLAYS) -> tuple[dict, Mess
     if tools:
         body["tools"] = tools
     _tool_choice(req.get("tool_choice"), body)
+    choice = req.get("tool_choice")
+    if ctx.hosted is not None and isinstance(choice, dict) and (
+            (choice.get("type") == "tool" and choice.get("name") == "web_search")
+            or (choice.get("type") == "any" and not tools)):
+        ctx.force_search = True
     _thinking(req, body, ctx)
     _sampling(req, body)
     ctx.session_id = _session(req.get("metadata"))
