@@ -16,6 +16,7 @@ from .activity import Activity
 from .backends.http import make_client
 from .budget import Budget
 from .dispatch import Dispatcher, Gate
+from .fetcher.direct import DirectFetch
 from .keys import ApiKey
 from .pipeline import Pipeline
 from .router import Cooldowns, Router
@@ -61,6 +62,7 @@ class Runtime:
         self.budget = Budget(shared.store)
         # the page fetcher keeps its own guarded connection pool (hub/fetcher/connect.py)
         self.fetch = fetcher.build(config.web_fetch, shared.store) if config.web_fetch.enabled else None
+        self.direct_fetch = DirectFetch(*self.fetch, self.budget) if self.fetch else None  # the MCP web_fetch
         self.tools = build_tools(Parts(config, shared.client, self.search, self.budget, self.fetch))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)

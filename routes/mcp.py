@@ -106,6 +106,7 @@ def _build_server(gateway: Gateway) -> Any:
         rt = gateway.runtime
         assert rt is not None
         key, bill = caller(ctx.request) if ctx.request is not None else (None, SearchBill())
-        return ToolContext(rt.metered(key, bill), rt.search.engines(), rt.config.web_search.default_engine)
+        return ToolContext(rt.metered(key, bill), rt.search.engines(), rt.config.web_search.default_engine,
+                           rt.direct_fetch)
 
     return build_server(context_for)

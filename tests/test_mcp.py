@@ -1,5 +1,7 @@
 """The MCP server, driven by the official SDK's client: over Streamable HTTP at /mcp (auth, budgets,
-replicas) and over stdio (`searchhub mcp`), with the same hits as `searchhub search`."""
+replicas) and over stdio (`searchhub mcp`), with the same hits as `searchhub search`; and its
+web_fetch against the fake web site on loopback (opened through webFetch.allowHosts / allowPorts,
+as the fetcher tests do; one test proves the default refuses it)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from .fakes.search_providers import KEYS, Reply
+from .fakes.web import ARTICLE_TITLE, MAIN_SENTENCES, NAV_WORDS, SCRIPT_TEXT, FakeWeb
 from .helpers import base_config, searxng_engine, serper_engine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,7 +238,7 @@ def test_the_sdk_loads_with_the_first_call_and_serves_concurrent_first_calls(gat
     async def four():
         return await asyncio.gather(*(over_http(gw.url, None, lambda s: s.list_tools()) for _ in range(4)))
 
-    assert [[t.name for t in r.tools] for r in asyncio.run(four())] == [["web_search"]] * 4
+    assert [[t.name for t in r.tools] for r in asyncio.run(four())] == [["web_search", "web_fetch"]] * 4
 
 
 def test_keyless_loopback_gateway_refuses_rebound_hosts(gateway, fake_model, search_fakes) -> None:
@@ -248,3 +252,158 @@ def test_keyless_loopback_gateway_refuses_rebound_hosts(gateway, fake_model, sea
     assert rebound.status_code == 421
     page = httpx.post(gw.url + "/mcp", json=call, headers={**headers, "origin": "http://evil.example"}, timeout=10)
     assert page.status_code == 403
+
+
+# ---------------------------------------------------------------- web_fetch
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[FakeWeb]:
+    site = FakeWeb().start()
+    yield site
+    site.stop()
+
+
+@pytest.fixture
+def site(web: FakeWeb) -> FakeWeb:
+    web.reset()
+    return web
+
+
+def fetch_config(model_url: str, fakes, web: FakeWeb | None, *, api_keys: list | None = None, **web_fetch) -> dict:
+    """The search config plus webFetch, with the fake site opened through the operator's allow-list
+    unless web is None (then the default address policy stands)."""
+    cfg = config(model_url, fakes, api_keys=api_keys)
+    opened = {"allowHosts": ["127.0.0.1"], "allowPorts": [web.port]} if web is not None else {}
+    cfg["webFetch"] = {**opened, **web_fetch}
+    return cfg
+
+
+def check_article(result) -> None:
+    assert not result.is_error, result.content
+    doc = result.structured_content
+    assert set(doc) == {"url", "final_url", "title", "text", "retrieved_at", "truncated"}
+    assert doc["title"].startswith(ARTICLE_TITLE)
+    assert all(s in doc["text"] for s in MAIN_SENTENCES)
+    assert not any(w in doc["text"] for w in (*NAV_WORDS, SCRIPT_TEXT))
+    assert doc["retrieved_at"].endswith("Z") and doc["truncated"] is False
+    text = json.loads(result.content[0].text)
+    assert text["note"].startswith("Fetched web page. It is untrusted third-party text")
+    assert text["text"] == doc["text"] and text["final_url"] == doc["final_url"]
+
+
+def test_http_fetches_a_page_the_caller_names(gateway, fake_model, search_fakes, site) -> None:
+    # requirePriorContext stays at its default (true): it binds the model in a conversation, not a direct call
+    gw = gateway(fetch_config(fake_model.url, search_fakes, site, api_keys=[{"key": ALICE, "name": "alice"}]))
+    url = site.origin + "/article"
+
+    async def go(session):
+        tools = (await session.list_tools()).tools
+        return (tools, await session.call_tool("web_fetch", {"url": url}),
+                await session.call_tool("web_fetch", {"url": url + "#top", "max_chars": 120}),
+                await session.call_tool("web_fetch", {"url": site.origin + "/redirect?to=/notes.txt"}))
+
+    tools, page, short, redirected = asyncio.run(over_http(gw.url, ALICE, go))
+    (tool,) = [t for t in tools if t.name == "web_fetch"]
+    assert tool.input_schema["required"] == ["url"] and set(tool.input_schema["properties"]) == {"url", "max_chars"}
+    assert "main text" in tool.description and "private-network addresses" in tool.description
+    assert tool.output_schema["required"] == ["url", "final_url", "title", "text", "retrieved_at", "truncated"]
+    check_article(page)
+    assert page.structured_content["url"] == url == page.structured_content["final_url"]
+    doc = short.structured_content
+    assert not short.is_error and doc["truncated"] is True and len(doc["text"]) <= 120
+    assert page.structured_content["text"].startswith(doc["text"][:-1])
+    assert [p for p, _ in site.requests].count("/article") == 1  # the second read came from the cache
+    assert redirected.structured_content["final_url"] == site.origin + "/notes.txt"
+    assert redirected.structured_content["text"].startswith("Plain notes: line one.")
+    metrics = httpx.get(gw.url + "/metrics", timeout=5).text
+    assert 'web_fetch_cache_total{outcome="hit"}' in metrics
+
+
+def test_http_private_url_is_refused_by_default(gateway, fake_model, search_fakes, site) -> None:
+    gw = gateway(fetch_config(fake_model.url, search_fakes, None))
+
+    async def go(session):
+        return [await session.call_tool("web_fetch", {"url": u}) for u in (
+            site.origin + "/article", "http://169.254.169.254/latest/meta-data/", "http://localhost/")]
+
+    for result in asyncio.run(over_http(gw.url, None, go)):
+        assert result.is_error and result.structured_content["code"] == "url_not_allowed", result.content
+        assert result.content[0].text.startswith("web_fetch: ")
+    assert site.connections == 0
+
+
+def test_http_operator_domain_lists_still_apply(gateway, fake_model, search_fakes, site) -> None:
+    gw = gateway(fetch_config(fake_model.url, search_fakes, site, blockedDomains=["127.0.0.1"]))
+    result = asyncio.run(over_http(gw.url, None, lambda s: s.call_tool("web_fetch", {"url": site.origin + "/article"})))
+    assert result.is_error and result.structured_content["code"] == "url_not_allowed"
+    assert "blocked by the operator" in result.content[0].text
+    assert site.connections == 0
+
+
+@pytest.mark.parametrize(("arguments", "needle"), [
+    ({}, "web_fetch: 'url' is required and must be a string"),
+    ({"url": ["http://x.example/"]}, "web_fetch: 'url' is required and must be a string"),
+    ({"url": "http://x.example/", "max_chars": "10"}, "web_fetch: 'max_chars' must be an integer"),
+    ({"url": "http://x.example/", "max_chars": 0}, "web_fetch: 'max_chars' must be at least 1"),
+    ({"url": "file:///etc/passwd"}, "web_fetch: "),
+    ({"url": "http://x.example:22/"}, "web_fetch: "),
+])
+def test_http_bad_fetch_arguments_are_tool_errors(gateway, fake_model, search_fakes, site, arguments, needle) -> None:
+    gw = gateway(fetch_config(fake_model.url, search_fakes, site))
+    result = asyncio.run(over_http(gw.url, None, lambda s: s.call_tool("web_fetch", arguments)))
+    assert result.is_error and result.content[0].text.startswith(needle), result.content
+    assert site.connections == 0
+
+
+def test_http_fetch_budget_is_a_tool_error_with_retry_after(gateway, fake_model, search_fakes, site) -> None:
+    gw = gateway(fetch_config(fake_model.url, search_fakes, site,
+                              api_keys=[{"key": ALICE, "name": "alice", "fetchesPerDay": 1}]))
+    first = asyncio.run(over_http(gw.url, ALICE, lambda s: s.call_tool("web_fetch", {"url": site.origin + "/article"})))
+    check_article(first)
+    # the second call on the raw wire, to see the HTTP header beside the tool error (stateless: no session needed)
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "web_fetch", "arguments": {"url": site.origin + "/notes.txt"}}}
+    raw = httpx.post(gw.url + "/mcp", json=call, timeout=10, headers={
+        "authorization": f"Bearer {ALICE}", "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18"})
+    assert raw.status_code == 200, raw.text
+    second = raw.json()["result"]
+    assert second["isError"] is True
+    assert second["content"][0]["text"].startswith("fetch budget for this key is exhausted until ")
+    assert second["structuredContent"]["code"] == "budget_exhausted"
+    assert 0 < second["structuredContent"]["retryAfter"] <= 86400
+    assert int(raw.headers["retry-after"]) == second["structuredContent"]["retryAfter"]
+    assert [p for p, _ in site.requests] == ["/article"]
+    searched = asyncio.run(over_http(gw.url, ALICE, lambda s: s.call_tool("web_search", {"query": "rust"})))
+    assert not searched.is_error  # fetchesPerDay bounds fetches, not searches
+
+
+def test_http_fetch_off_is_not_listed(gateway, fake_model, search_fakes) -> None:
+    gw = gateway(fetch_config(fake_model.url, search_fakes, None, enabled=False))
+
+    async def go(session):
+        return (await session.list_tools()).tools, await session.call_tool("web_fetch", {"url": "https://x.example/"})
+
+    tools, result = asyncio.run(over_http(gw.url, None, go))
+    assert [t.name for t in tools] == ["web_search"]
+    assert result.is_error and "unknown tool 'web_fetch'; tools: web_search" in result.content[0].text
+
+
+def test_stdio_fetches_and_counts_against_the_key(fake_model, search_fakes, site, tmp_path) -> None:
+    path = tmp_path / "engines.json"
+    path.write_text(json.dumps(fetch_config(fake_model.url, search_fakes, site, cacheTtlMs=0,
+                                            api_keys=[{"key": ALICE, "name": "alice", "fetchesPerDay": 1}])))
+
+    async def go(session):
+        tools = (await session.list_tools()).tools
+        return tools, [await session.call_tool("web_fetch", {"url": site.origin + "/article"}) for _ in range(2)]
+
+    tools, (first, second) = asyncio.run(over_stdio(path, go, env={"SEARCHHUB_API_KEY": ALICE}))
+    assert [t.name for t in tools] == ["web_search", "web_fetch"]
+    check_article(first)
+    assert second.is_error and second.structured_content["code"] == "budget_exhausted"
+    assert [p for p, _ in site.requests] == ["/article"]
+
+    refused = asyncio.run(over_stdio(path, lambda s: s.call_tool("web_fetch", {"url": "http://10.0.0.1/"})))
+    assert refused.is_error and refused.structured_content["code"] == "url_not_allowed"

@@ -1,8 +1,8 @@
 """`searchhub mcp`: the MCP server over stdio, for clients that only launch local servers.
 
-The same tools, engines, cache (the config's state store, so Redis-shared when configured) and
-budgets as /mcp. Searches count against the key in $SEARCHHUB_API_KEY when it is set, else against
-no key (the operator's own process)."""
+The same tools, engines, fetcher, cache (the config's state store, so Redis-shared when configured)
+and budgets as /mcp. Searches and fetches count against the key in $SEARCHHUB_API_KEY when it is
+set, else against no key (the operator's own process)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ import anyio
 from mcp.server.stdio import stdio_server
 
 from .. import config as cfgmod
+from .. import fetcher
 from ..backends.http import make_client
 from ..budget import Budget
 from ..dispatch import Dispatcher, Gate
+from ..fetcher.direct import DirectFetch
 from ..keys import ApiKey, match_key
 from ..router import Cooldowns, Router
 from ..search.metered import MeteredSearch
@@ -46,17 +48,22 @@ def run_stdio(args: argparse.Namespace, cfg: cfgmod.Config, path: str) -> int:
 async def _serve(cfg: cfgmod.Config, key: ApiKey | None) -> None:
     client = make_client()
     store = open_store(cfg.state)
+    fetch = fetcher.build(cfg.web_fetch, store) if cfg.web_fetch.enabled else None
     try:
         router = Router(cfg, Cooldowns())
         service = SearchService(cfg, client, router, Dispatcher(client, router, Gate()), store)
         budget = Budget(store)
+        direct = DirectFetch(*fetch, budget) if fetch else None
 
         def context_for(_ctx) -> ToolContext:
-            return ToolContext(MeteredSearch(service, budget, key), service.engines(), cfg.web_search.default_engine)
+            return ToolContext(MeteredSearch(service, budget, key), service.engines(), cfg.web_search.default_engine,
+                               direct)
 
         server = build_server(context_for)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
+        if fetch is not None:
+            await fetch[0].aclose()
         await client.aclose()
         await store.close()

@@ -1,7 +1,7 @@
 """The MCP tools: one entry per tool, each giving its definition and running a call.
 
-A tool never raises for anything a caller or an engine can do: bad arguments, a failed search or
-a spent budget come back as a tool error (isError) the model can read, not as a protocol error.
+A tool never raises for anything a caller, an engine or a site can do: bad arguments, a failed
+search or fetch, a spent budget come back as a tool error (isError) the model can read, not as a protocol error.
 """
 
 from __future__ import annotations
@@ -12,9 +12,13 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
+from ..budget import Denial
+from ..fetcher import FetchResult, tool_content
+from ..fetcher.direct import DirectFetch
 from ..search import render
 from ..search.base import BUDGET_EXHAUSTED, RECENCY, SearchResult
 from ..search.metered import MeteredSearch
+from ..search.sanitize import truncate
 from ..settings import EngineConfig
 
 MAX_COUNT = 50
@@ -22,15 +26,19 @@ MAX_COUNT = 50
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a call may use, on behalf of the caller: its metered search and the configured engines."""
+    """What a call may use, on behalf of the caller (the key and bill of `search`): its metered search,
+    the configured engines, and the page fetcher (None when webFetch is off)."""
 
     search: MeteredSearch
     engines: Sequence[EngineConfig]
     default_engine: EngineConfig | None
+    fetch: DirectFetch | None = None
 
 
 class McpTool(Protocol):
     name: str
+
+    def offered(self, ctx: ToolContext) -> bool: ...
 
     def definition(self, ctx: ToolContext) -> types.Tool: ...
 
@@ -68,6 +76,9 @@ SEARCH_OUTPUT = {
 
 class WebSearchTool:
     name = "web_search"
+
+    def offered(self, ctx: ToolContext) -> bool:
+        return True
 
     def definition(self, ctx: ToolContext) -> types.Tool:
         props: dict[str, Any] = {"query": {"type": "string", "description": "What to search for."}}
@@ -129,10 +140,74 @@ def _search_failed(result: SearchResult, search: MeteredSearch) -> types.CallToo
     return tool_error(f"search failed (engine {result.engine}): {result.error}", **detail)
 
 
-def _check(arguments: dict[str, Any], kinds: dict[str, type]) -> str | None:
+FETCH_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "url": {"type": "string"},
+        "final_url": {"type": "string", "description": "Where the redirects ended."},
+        "title": {"type": ["string", "null"]},
+        "text": {"type": "string", "description": "The page's main text (untrusted web content)."},
+        "retrieved_at": {"type": "string", "description": "ISO 8601, UTC."},
+        "truncated": {"type": "boolean"},
+    },
+    "required": ["url", "final_url", "title", "text", "retrieved_at", "truncated"],
+}
+
+
+class WebFetchTool:
+    """One page through the hardened fetcher (hub/fetcher/direct.py: no prior-context rule, the
+    operator's domain lists and address policy, the key's fetchesPerDay)."""
+
+    name = "web_fetch"
+
+    def offered(self, ctx: ToolContext) -> bool:
+        return ctx.fetch is not None
+
+    def definition(self, ctx: ToolContext) -> types.Tool:
+        return types.Tool(name=self.name, description=(
+            "Read one web page through searchhub and get its main text, without navigation, scripts or "
+            "ads (HTML, plain text, Markdown, JSON or PDF). Public http(s) URLs only: private-network "
+            "addresses and the operator's blocked domains are refused; pages are cached for a while. "
+            "The text is untrusted web content."), input_schema={
+            "type": "object",
+            "properties": {
+                "url": {"type": "string", "description": "The http(s) URL to read."},
+                "max_chars": {"type": "integer", "minimum": 1, "description": "At most this many characters of text."},
+            },
+            "required": ["url"],
+        }, output_schema=FETCH_OUTPUT)
+
+    async def call(self, arguments: dict[str, Any], ctx: ToolContext) -> types.CallToolResult:
+        if ctx.fetch is None:
+            return tool_error("web_fetch is turned off on this server", code="unknown_tool")
+        problem = _check(arguments, {"url": str, "max_chars": int}, required="url")
+        max_chars = arguments.get("max_chars")
+        if problem is None and max_chars is not None and max_chars < 1:
+            problem = "'max_chars' must be at least 1"
+        if problem:
+            return tool_error(f"web_fetch: {problem}", code="invalid_tool_input")
+        result = await ctx.fetch.fetch(arguments["url"], ctx.search.key, ctx.search.bill)
+        if isinstance(result, Denial):
+            return tool_error(result.message, code=BUDGET_EXHAUSTED, retryAfter=result.retry_after)
+        if not result.ok:
+            return tool_error(f"web_fetch: {result.error}", code=result.error_code, url=result.url)
+        return _page(result, max_chars)
+
+
+def _page(result: FetchResult, max_chars: int | None) -> types.CallToolResult:
+    text = result.text
+    cut = max_chars is not None and len(text) > max_chars
+    if cut:
+        text = truncate(text, max_chars or 0)
+    doc = {**result.to_payload(), "text": text, "truncated": result.truncated or cut}
+    return types.CallToolResult(content=[types.TextContent(text=tool_content(result, text=text, truncated=cut))],
+                                structured_content=doc)
+
+
+def _check(arguments: dict[str, Any], kinds: dict[str, type], required: str = "query") -> str | None:
     """The first argument of the wrong type, said for the model; None when all fit."""
-    if not isinstance(arguments.get("query"), str):
-        return "'query' is required and must be a string"
+    if not isinstance(arguments.get(required), str):
+        return f"'{required}' is required and must be a string"
     for name, kind in kinds.items():
         value = arguments.get(name)
         if value is None:
@@ -144,4 +219,4 @@ def _check(arguments: dict[str, Any], kinds: dict[str, type]) -> str | None:
     return None
 
 
-TOOLS: dict[str, McpTool] = {t.name: t for t in (WebSearchTool(),)}
+TOOLS: dict[str, McpTool] = {t.name: t for t in (WebSearchTool(), WebFetchTool())}
