@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterable
 
 import httpx
 import openai
@@ -162,6 +164,18 @@ def test_malformed_arguments_are_explained_to_the_model(gateway, fake_model, sea
     assert search_fakes.calls("searxng")[0].params["q"] == "rust release"
 
 
+def search_until_stopped(arguments: Iterable[dict], answer: str):
+    """Fake model: call web_search with the next of `arguments` while the tool is offered, else answer."""
+    args = iter(arguments)
+
+    def reply(body: dict) -> dict:
+        if "web_search" not in tool_names(body):
+            return {"content": answer}
+        return {"tool_calls": [{"name": "web_search", "arguments": next(args)}]}
+
+    return reply
+
+
 def _always_search(body: dict) -> dict:
     n = sum(1 for m in body["messages"] if m["role"] == "tool")
     if "web_search" not in tool_names(body):
@@ -199,12 +213,7 @@ def test_guard_max_tool_iterations(gateway, fake_model, search_fakes, stream) ->
 def test_guard_repeated_query(gateway, fake_model, search_fakes) -> None:
     gw = gateway(search_config(fake_model.url, [searxng_engine(search_fakes)]))
 
-    def reply(body: dict) -> dict:
-        if "web_search" not in tool_names(body):
-            return {"content": "stopped"}
-        return {"tool_calls": [{"name": "web_search", "arguments": {"query": "  Same   QUERY "}}]}
-
-    fake_model.default = reply
+    fake_model.default = search_until_stopped(itertools.repeat({"query": "  Same   QUERY "}), "stopped")
     r = ask(gw, "search the web for same query")
     assert r.choices[0].message.content == "stopped"
     assert len(search_fakes.calls("searxng")) == 1
