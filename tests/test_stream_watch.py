@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,6 +96,21 @@ def test_a_chat_stream_cut_after_content_raises_at_its_end(cuts, end) -> None:
             raise AssertionError("a cut stream passed as complete")
 
 
+async def open_or_fail_cleanly(source: Source, opening: Awaitable, watched: Callable[[Any], AsyncIterator]) -> None:
+    """A stream either opens and is read to its end (an UpstreamError there is fine) or fails to
+    open retryably (nothing reached the client: the dispatcher fails over) with its source closed."""
+    try:
+        opened = await opening
+    except UpstreamError as e:
+        assert e.retryable
+        assert source.closed
+        return
+    try:
+        await drain(watched(opened))
+    except UpstreamError:
+        pass
+
+
 @settings(max_examples=150, deadline=None)
 @given(batches=st.lists(st.lists(st.one_of(st.binary(max_size=40), st.sampled_from(GOOD + [b"", b"{}", b"[]",
                                                                                           b'{"error": 1}'])),
@@ -102,19 +118,8 @@ def test_a_chat_stream_cut_after_content_raises_at_its_end(cuts, end) -> None:
 def test_any_chat_payloads_either_open_or_fail_cleanly(batches) -> None:
     source = Source(batches)
 
-    async def run() -> None:
-        try:
-            opened = await stream_watch.first_content(source(), PROVIDER)
-        except UpstreamError as e:
-            assert e.retryable  # nothing reached the client: the dispatcher fails over
-            assert source.closed
-            return
-        try:
-            await drain(stream_watch.watched_chunks(opened))
-        except UpstreamError:
-            pass
-
-    asyncio.run(run())
+    asyncio.run(open_or_fail_cleanly(source, stream_watch.first_content(source(), PROVIDER),
+                                     stream_watch.watched_chunks))
 
 
 NATIVE_GOOD = {"anthropic": ANSWERS["anthropic_ok"].split(b"\r\n\r\n", 1)[1],
@@ -165,16 +170,4 @@ def test_a_native_stream_cut_after_content_raises_at_its_end(kind, cuts) -> None
 def test_any_native_bytes_either_open_or_fail_cleanly(kind, reads) -> None:
     source = Source(reads)
 
-    async def run() -> None:
-        try:
-            opened = await native_stream.first_content(source(), kind)
-        except UpstreamError as e:
-            assert e.retryable
-            assert source.closed
-            return
-        try:
-            await drain(native_stream.watched(opened))
-        except UpstreamError:
-            pass
-
-    asyncio.run(run())
+    asyncio.run(open_or_fail_cleanly(source, native_stream.first_content(source(), kind), native_stream.watched))
