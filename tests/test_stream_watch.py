@@ -133,29 +133,27 @@ def cut_bytes(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in zip(points, points[1:], strict=False) if data[a:b]]
 
 
-@settings(max_examples=80, deadline=None)
-@given(kind=st.sampled_from(["anthropic", "openai"]), cuts=st.lists(st.integers(0, 4000), max_size=12))
-def test_a_good_native_stream_passes_however_it_is_read(kind, cuts) -> None:
-    reads = cut_bytes(NATIVE_GOOD[kind], cuts)
+def read_native(kind: str, reads: list[bytes]) -> bytes:
+    """A native stream of these reads, opened and watched to its end."""
 
     async def run() -> bytes:
         opened = await native_stream.first_content(Source(reads)(), kind)
         return b"".join(await drain(native_stream.watched(opened)))
 
-    assert asyncio.run(run()) == NATIVE_GOOD[kind]
+    return asyncio.run(run())
+
+
+@settings(max_examples=80, deadline=None)
+@given(kind=st.sampled_from(["anthropic", "openai"]), cuts=st.lists(st.integers(0, 4000), max_size=12))
+def test_a_good_native_stream_passes_however_it_is_read(kind, cuts) -> None:
+    assert read_native(kind, cut_bytes(NATIVE_GOOD[kind], cuts)) == NATIVE_GOOD[kind]
 
 
 @settings(max_examples=80, deadline=None)
 @given(kind=st.sampled_from(["anthropic", "openai"]), cuts=st.lists(st.integers(0, 4000), max_size=12))
 def test_a_native_stream_cut_after_content_raises_at_its_end(kind, cuts) -> None:
-    reads = cut_bytes(NATIVE_CUT[kind], cuts)
-
-    async def run() -> None:
-        opened = await native_stream.first_content(Source(reads)(), kind)
-        await drain(native_stream.watched(opened))
-
     try:
-        asyncio.run(run())
+        read_native(kind, cut_bytes(NATIVE_CUT[kind], cuts))
     except UpstreamError as e:
         assert not e.retryable
     else:
