@@ -118,6 +118,11 @@ def text_events(n: int, usage: bool) -> tuple[bytes, ...]:
         if i == 0:
             delta = {"role": "assistant", **delta}
         out.append(_event(_chunk(delta, "stop" if i == n - 1 else None)))
+    return _ending(out, usage)
+
+
+def _ending(out: list[bytes], usage: bool) -> tuple[bytes, ...]:
+    """The stream's events, then [the usage chunk], [DONE] and the chunked encoding's last chunk."""
     if usage:
         out.append(_event({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": CREATED,
                            "model": MODEL, "choices": [], "usage": USAGE}))
@@ -137,12 +142,7 @@ def tool_events(calls: list[dict], usage: bool) -> tuple[bytes, ...]:
     delta = {"role": "assistant", "content": None,
              "tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]}
     out = [_event(_chunk(delta, None)), _event(_chunk({}, "tool_calls"))]
-    if usage:
-        out.append(_event({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": CREATED,
-                           "model": MODEL, "choices": [], "usage": USAGE}))
-    out.append(_event(b"[DONE]"))
-    out.append(b"0\r\n\r\n")
-    return tuple(out)
+    return _ending(out, usage)
 
 
 def search_body(query: str) -> bytes:

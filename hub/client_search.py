@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from .coerce import text_of
+
 # Words that put a search on the web: the medium, or a search service by name.
 _WEB_WORDS = frozenset({
     "web", "internet", "online", "www", "google", "bing", "brave", "duckduckgo", "ddg", "tavily", "exa",
@@ -88,20 +90,12 @@ def client_web_search(tools: object, messages: object, ours: str) -> str | None:
         return None
     # The list arrives in the system prompt, in the loader's description or, with Claude Code, in a
     # system-reminder inside a user message.
-    texts = loaders + [_text(m.get("content")) for m in (messages if isinstance(messages, list) else ())
-                       if isinstance(m, dict) and m.get("role") in ("system", "developer", "user")]
+    texts = loaders + [text_of(m.get("content"), any_part=True)
+                       for m in (messages if isinstance(messages, list) else ()) if isinstance(m, dict) and m.get("role") in ("system", "developer", "user")]
     for name in deferred_tool_names(texts):
         if name != ours and is_web_search_tool(name):
             return name
     return None
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
 
 
 _DEFERRED = re.compile(r"deferred tools?", re.I)

@@ -13,11 +13,12 @@ def str_or_empty(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def text_of(content: Any, sep: str = "\n") -> str:
-    """The text of chat message content: a string, or the `text` parts of a list joined with sep."""
+def text_of(content: Any, sep: str = "\n", *, any_part: bool = False) -> str:
+    """The text of chat message content: a string, or the `text` parts of a list joined with sep
+    (with any_part, every part that has a string `text`, whatever its type)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return sep.join(p["text"] for p in content
-                        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
+        return sep.join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+                        and (any_part or p.get("type") == "text"))
     return ""

@@ -24,22 +24,26 @@ class GatewayError(Exception):
         self.headers = headers or {}
         self.detail = detail  # extra JSON-safe fields (e.g. the failover attempts)
 
-
-class BadRequest(GatewayError):
-    status = 400
-    type = "invalid_request_error"
-
-
-class NotFound(GatewayError):
-    status = 404
-    type = "not_found_error"
+    def __init_subclass__(cls, *, status: int | None = None, type: str | None = None, **kw) -> None:
+        """`class X(GatewayError, status=400, type="invalid_request_error")` sets X's defaults."""
+        super().__init_subclass__(**kw)
+        if status is not None:
+            cls.status = status
+        if type is not None:
+            cls.type = type
 
 
-class PayloadTooLarge(GatewayError):
-    status = 413
-    type = "invalid_request_error"
+class BadRequest(GatewayError, status=400, type="invalid_request_error"):
+    pass
 
 
-class Unavailable(GatewayError):
-    status = 503
-    type = "server_error"
+class NotFound(GatewayError, status=404, type="not_found_error"):
+    pass
+
+
+class PayloadTooLarge(GatewayError, status=413, type="invalid_request_error"):
+    pass
+
+
+class Unavailable(GatewayError, status=503, type="server_error"):
+    pass

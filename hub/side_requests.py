@@ -24,7 +24,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+
+from .coerce import text_of
 
 SHORT_MAX_TOKENS = 1024  # a real answer (let alone one with search results) needs more
 _HEAD = 600  # a utility prompt says what it is at the start of its block
@@ -130,14 +131,6 @@ class Shape:
     structured: str | None  # the response_format type when it asks for JSON
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
-
-
 def shape_of(body: dict) -> Shape:
     messages = body.get("messages")
     messages = messages if isinstance(messages, list) else []
@@ -148,9 +141,10 @@ def shape_of(body: dict) -> Shape:
             continue
         if m.get("role") in ("system", "developer"):
             # Several prompt blocks arrive joined; each one states its purpose first.
-            system += [block[:_HEAD] for block in _text(m.get("content")).split("\n\n") if block.strip()][:8]
+            blocks = text_of(m.get("content"), any_part=True).split("\n\n")
+            system += [block[:_HEAD] for block in blocks if block.strip()][:8]
         elif m.get("role") == "user":
-            last_user = _text(m.get("content"))
+            last_user = text_of(m.get("content"), any_part=True)
     max_tokens = next((v for k in ("max_tokens", "max_completion_tokens")
                        if isinstance(v := body.get(k), int) and not isinstance(v, bool)), None)
     fmt = body.get("response_format")

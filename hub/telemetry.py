@@ -98,14 +98,8 @@ def _request_attributes(t: Trace) -> dict:
         "gen_ai.operation.name": "chat", "searchhub.request_id": t.id, "searchhub.client": t.client,
         "searchhub.rounds": t.rounds, "searchhub.tool_calls": len(t.calls),
     }
-    if t.model:
-        a["gen_ai.request.model"] = t.model
-    if t.route:
-        a["searchhub.route"] = t.route
-    if t.chain:
-        a["searchhub.chain"] = t.chain
-    if t.key:
-        a["searchhub.key"] = t.key
+    _set_present(a, {"gen_ai.request.model": t.model, "searchhub.route": t.route, "searchhub.chain": t.chain,
+                     "searchhub.key": t.key})
     if t.injection is not None:
         a["searchhub.injected"] = t.injection.decision
         a["searchhub.injection_reason"] = t.injection.reason
@@ -119,10 +113,7 @@ def _round_attributes(t: Trace, attempt) -> dict:
     provider, _, model = attempt.target.partition(".")
     a: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
                          "gen_ai.request.model": model, "searchhub.target": attempt.target}
-    if attempt.status:
-        a["http.response.status_code"] = attempt.status
-    if attempt.reason:
-        a["error.type"] = attempt.reason[:120]
+    _set_present(a, {"http.response.status_code": attempt.status, "error.type": (attempt.reason or "")[:120]})
     return a
 
 
@@ -130,15 +121,16 @@ def _tool_attributes(call) -> dict:
     a: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.tool,
                          "gen_ai.tool.type": "extension", "searchhub.outcome": call.outcome,
                          "searchhub.cached": call.cached}
-    if call.id:
-        a["gen_ai.tool.call.id"] = call.id
-    if call.engine:
-        a["searchhub.engine"] = call.engine
-    if call.chosen_by:
-        a["searchhub.engine_chosen_by"] = call.chosen_by
+    _set_present(a, {"gen_ai.tool.call.id": call.id, "searchhub.engine": call.engine,
+                     "searchhub.engine_chosen_by": call.chosen_by})
     if call.hits is not None:
         a["searchhub.hits"] = call.hits
     return a
+
+
+def _set_present(a: dict, values: dict) -> None:
+    """Adds the attributes that have a value (None, "" and 0 are left out, as OpenTelemetry has no null)."""
+    a.update({k: v for k, v in values.items() if v})
 
 
 def _usage(a: dict, usage: dict | None) -> None:

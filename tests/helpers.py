@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import pytest
+
+from hub.backends.http import make_client
+from hub.config import parse
+from hub.dispatch import Dispatcher, Gate
+from hub.router import Cooldowns, Router
+from hub.search import SearchService
+from hub.store.memory import MemoryStore
 
 from .fakes.redis_server import RedisServer, RedisServerMissing
 from .fakes.search_providers import KEYS
@@ -19,6 +30,18 @@ def base_config(model_url: str, **overrides) -> dict:
     for k, v in overrides.items():
         cfg[k] = v
     return cfg
+
+
+@asynccontextmanager
+async def search_service(config: dict, env: dict[str, str] | None = None) -> AsyncIterator[SearchService]:
+    """A SearchService over `config` (engines.json as a dict), with its own HTTP client for `env`."""
+    cfg = parse(json.dumps(config), env={})
+    client = make_client(env=env or {})
+    router = Router(cfg, Cooldowns())
+    try:
+        yield SearchService(cfg, client, router, Dispatcher(client, router, Gate()), MemoryStore())
+    finally:
+        await client.aclose()
 
 
 def start_redis(password: str | None = None) -> RedisServer:

@@ -117,6 +117,11 @@ data: [DONE]
 )
 
 
+def _web_search_call(call_id: str, arguments: str) -> dict:
+    """A whole web_search tool call, as the assembled stream holds it."""
+    return {"id": call_id, "type": "function", "function": {"name": "web_search", "arguments": arguments}}
+
+
 def test_vllm_fragments_pass_through_and_reassemble():
     out = _normalize(VLLM_PARALLEL)
     assert len(out) == len(VLLM_PARALLEL)
@@ -219,13 +224,7 @@ def test_raw_ollama_stream_would_break_the_sdk():
 def test_ollama_whole_tool_call_in_one_chunk():
     out = _normalize(OLLAMA_TOOL_STREAM)
     calls = _assemble(out)
-    assert calls == [
-        {
-            "id": "call_icagibop",
-            "type": "function",
-            "function": {"name": "web_search", "arguments": '{"query":"paris weather"}'},
-        }
-    ]
+    assert calls == [_web_search_call("call_icagibop", '{"query":"paris weather"}')]
     assert _finish(out) == "tool_calls"
     final = _sdk_final(out).choices[0].message.tool_calls
     assert [(t.id, t.function.name) for t in final] == [("call_icagibop", "web_search")]
@@ -240,11 +239,7 @@ def test_old_ollama_stop_after_tool_calls_becomes_tool_calls():
 def _ollama_whole_calls(index_of: list[int | None]) -> list[dict]:
     chunks = [_chunk([_delta({"role": "assistant", "content": ""})])]
     for n, index in enumerate(index_of):
-        call = {
-            "id": f"call_{n}abcdefg",
-            "type": "function",
-            "function": {"name": "web_search", "arguments": json.dumps({"query": f"q{n}"})},
-        }
+        call = _web_search_call(f"call_{n}abcdefg", json.dumps({"query": f"q{n}"}))
         if index is not None:
             call["index"] = index
         chunks.append(_chunk([_delta({"role": "assistant", "content": "", "tool_calls": [call]})]))
@@ -315,13 +310,7 @@ def test_first_chunk_gets_a_role_when_the_backend_omits_it():
 def test_llamacpp_stream():
     out = _normalize(LLAMACPP_STREAM)
     calls = _assemble(out)
-    assert calls == [
-        {
-            "id": "Y3n2Zk8pQ1",
-            "type": "function",
-            "function": {"name": "web_search", "arguments": '{"query":"llama.cpp"}'},
-        }
-    ]
+    assert calls == [_web_search_call("Y3n2Zk8pQ1", '{"query":"llama.cpp"}')]
     assert out[-1]["usage"]["total_tokens"] == 92
     assert _finish(out) == "tool_calls"
     assert _sdk_final(out).choices[0].message.tool_calls[0].id == "Y3n2Zk8pQ1"

@@ -13,6 +13,12 @@ from hypothesis import strategies as st
 from hub import config as cfgmod
 
 
+def _with_model_engine(name: str, provider: dict, engines: list[dict]) -> dict:
+    """A config with a second provider `name` (a search model) beside 'local', and these engines."""
+    return _cfg(providers={"local": {"type": "vllm", "baseURL": "http://x/v1"}, name: provider},
+                webSearch={"engines": engines})
+
+
 def _cfg(**over) -> dict:
     cfg = {
         "providers": {"local": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
@@ -43,14 +49,11 @@ def test_unknown_provider_in_target_names_path() -> None:
 
 
 def test_engine_provider_key_must_be_in_web_search_route() -> None:
-    raw = _cfg(
-        providers={"local": {"type": "vllm", "baseURL": "http://x/v1"}, "glm": {"type": "glm", "baseURL": "http://g"}},
-        webSearch={"engines": [
-            {"id": "a", "type": "searxng", "baseURL": "http://s"},
-            {"id": "b", "type": "searxng", "baseURL": "http://s"},
-            {"id": "glm", "providerKey": "glm.glm-4.7"},
-        ]},
-    )
+    raw = _with_model_engine("glm", {"type": "glm", "baseURL": "http://g"}, [
+        {"id": "a", "type": "searxng", "baseURL": "http://s"},
+        {"id": "b", "type": "searxng", "baseURL": "http://s"},
+        {"id": "glm", "providerKey": "glm.glm-4.7"},
+    ])
     with pytest.raises(cfgmod.ConfigError) as e:
         cfgmod.build(raw, env={})
     assert any(err.startswith("webSearch.engines[2].providerKey:") and "'glm'" in err for err in e.value.errors)
@@ -60,16 +63,13 @@ def test_engine_provider_key_must_be_in_web_search_route() -> None:
 
 
 def test_google_defaults() -> None:
-    raw = _cfg(
-        providers={"local": {"type": "vllm", "baseURL": "http://x/v1"}, "gem": {"type": "gemini", "baseURL": "http://g"}},
-        webSearch={"engines": [
-            {"id": "serper", "type": "serper", "apiKey": "k"},
-            {"id": "brave", "type": "brave", "apiKey": "k"},
-            {"id": "my-google-proxy", "type": "searxng", "baseURL": "http://s"},
-            {"id": "gem", "providerKey": "gem.gemini-2.5-flash"},
-            {"id": "serper2", "type": "serper", "apiKey": "k", "google": False},
-        ]},
-    )
+    raw = _with_model_engine("gem", {"type": "gemini", "baseURL": "http://g"}, [
+        {"id": "serper", "type": "serper", "apiKey": "k"},
+        {"id": "brave", "type": "brave", "apiKey": "k"},
+        {"id": "my-google-proxy", "type": "searxng", "baseURL": "http://s"},
+        {"id": "gem", "providerKey": "gem.gemini-2.5-flash"},
+        {"id": "serper2", "type": "serper", "apiKey": "k", "google": False},
+    ])
     raw["virtualrouter"]["routing"]["web_search"] = [{"targets": ["gem.gemini-2.5-flash"]}]
     cfg = cfgmod.build(raw, env={})
     assert {e.id: e.google for e in cfg.web_search.engines} == {

@@ -11,7 +11,7 @@ from hub.tools.registry import ServerTools
 
 from .helpers import searxng_engine, serper_engine
 from .test_loop import limits
-from .test_pipeline import ask, search_config, tool_names
+from .test_pipeline import ask, search_config, search_until_stopped
 from .toy.clock import Clock
 
 TOOLS = ServerTools([Clock()])
@@ -58,13 +58,7 @@ def test_repeat_with_the_default_engine_named_is_caught(gateway, fake_model, sea
     engines = [searxng_engine(search_fakes, default=True), serper_engine(search_fakes)]
     gw = gateway(search_config(fake_model.url, engines))
     args = iter([{"query": "latest rust release"}, {"query": " Latest  RUST release ", "engine": "SearXNG"}])
-
-    def reply(body: dict) -> dict:
-        if "web_search" not in tool_names(body):
-            return {"content": "stopped"}
-        return {"tool_calls": [{"name": "web_search", "arguments": next(args)}]}
-
-    fake_model.default = reply
+    fake_model.default = search_until_stopped(args, "stopped")
     r = ask(gw, "search the web for the latest rust release")
     assert r.choices[0].message.content == "stopped"
     assert len(search_fakes.calls("searxng")) == 1 and search_fakes.calls("serper") == []
@@ -75,12 +69,6 @@ def test_same_query_on_another_engine_is_not_a_repeat(gateway, fake_model, searc
     engines = [searxng_engine(search_fakes, default=True), serper_engine(search_fakes)]
     gw = gateway(search_config(fake_model.url, engines, maxToolIterations=2))
     args = iter([{"query": "latest rust release"}, {"query": "latest rust release", "engine": "serper"}])
-
-    def reply(body: dict) -> dict:
-        if "web_search" not in tool_names(body):
-            return {"content": "done"}
-        return {"tool_calls": [{"name": "web_search", "arguments": next(args)}]}
-
-    fake_model.default = reply
+    fake_model.default = search_until_stopped(args, "done")
     assert ask(gw, "search the web for the latest rust release").choices[0].message.content == "done"
     assert len(search_fakes.calls("searxng")) == 1 and len(search_fakes.calls("serper")) == 1

@@ -76,11 +76,7 @@ def test_client_tool_use(gateway, fake_model, search_fakes, stream) -> None:
     kw = dict(model="claude-sonnet-4-5", max_tokens=50, messages=[{"role": "user", "content": "weather in Paris?"}],
               tools=[{"name": "get_weather", "input_schema": {"type": "object",
                                                               "properties": {"city": {"type": "string"}}}}])
-    if stream:
-        with sdk(gw).messages.stream(**kw) as s:
-            m = s.get_final_message()
-    else:
-        m = sdk(gw).messages.create(**kw)
+    m = final_message(gw, stream, **kw)
     assert types(m) == ["text", "tool_use"] and m.stop_reason == "tool_use"
     assert m.content[1].name == "get_weather" and m.content[1].input == {"city": "Paris"}
     # the tool result goes back with the same id
@@ -108,6 +104,14 @@ def test_model_aliases(gateway, fake_model, fake_model_b, search_fakes) -> None:
 # --- the hosted web_search server tool ----------------------------------------------------------
 
 
+def final_message(gw, stream: bool, **kw):
+    """The SDK's Message for this request, streamed (and assembled by the SDK) or not."""
+    if stream:
+        with sdk(gw).messages.stream(**kw) as s:
+            return s.get_final_message()
+    return sdk(gw).messages.create(**kw)
+
+
 def _search_script(fake_model, *queries: str, answer: str = "Rust 1.91.0 is out [1].") -> None:
     fake_model.script(*[{"tool_calls": [{"name": "web_search", "arguments": {"query": q}}]} for q in queries],
                       {"content": answer})
@@ -119,11 +123,7 @@ def test_server_tool_search_blocks_and_citations(gateway, fake_model, search_fak
     _search_script(fake_model, "rust release")
     kw = dict(model="claude-sonnet-4-5", max_tokens=200, messages=[{"role": "user", "content": "latest rust?"}],
               tools=[WEB_SEARCH])
-    if stream:
-        with sdk(gw).messages.stream(**kw) as s:
-            m = s.get_final_message()
-    else:
-        m = sdk(gw).messages.create(**kw)
+    m = final_message(gw, stream, **kw)
     assert types(m)[:2] == ["server_tool_use", "web_search_tool_result"]
     use, result = m.content[0], m.content[1]
     assert use.id.startswith("srvtoolu_") and use.input == {"query": "rust release"} and use.name == "web_search"
@@ -149,11 +149,7 @@ def test_server_tool_max_uses_exceeded(gateway, fake_model, search_fakes, stream
     _search_script(fake_model, "first query", "second query", answer="Done.")
     kw = dict(model="claude-sonnet-4-5", max_tokens=200, messages=[{"role": "user", "content": "research rust"}],
               tools=[{**WEB_SEARCH, "max_uses": 1}])
-    if stream:
-        with sdk(gw).messages.stream(**kw) as s:
-            m = s.get_final_message()
-    else:
-        m = sdk(gw).messages.create(**kw)
+    m = final_message(gw, stream, **kw)
     assert types(m) == ["server_tool_use", "web_search_tool_result", "server_tool_use", "web_search_tool_result",
                         "text"]
     assert isinstance(m.content[1].content, list)
@@ -169,11 +165,7 @@ def test_server_tool_provider_failure_is_an_error_block(gateway, fake_model, sea
     _search_script(fake_model, "rust release", answer="I could not search.")
     kw = dict(model="claude-sonnet-4-5", max_tokens=200, messages=[{"role": "user", "content": "latest rust?"}],
               tools=[WEB_SEARCH])
-    if stream:
-        with sdk(gw).messages.stream(**kw) as s:
-            m = s.get_final_message()
-    else:
-        m = sdk(gw).messages.create(**kw)
+    m = final_message(gw, stream, **kw)
     assert types(m) == ["server_tool_use", "web_search_tool_result", "text"]
     assert m.content[1].content.type == "web_search_tool_result_error"
     assert m.content[1].content.error_code == "unavailable"
@@ -264,11 +256,7 @@ def test_max_tokens_too_large_retried_without_it(gateway, fake_model, search_fak
                                 "context length is 32768 tokens and your request has 900 input tokens "
                                 "(128000 > 32768 - 900)."), {"content": "fits now"})
     kw = dict(model="claude-opus-5-5", max_tokens=128000, messages=HI, timeout=30)
-    if stream:
-        with sdk(gw).messages.stream(**kw) as s:
-            m = s.get_final_message()
-    else:
-        m = sdk(gw).messages.create(**kw)
+    m = final_message(gw, stream, **kw)
     assert m.content[0].text == "fits now"
     assert fake_model.requests[0]["max_tokens"] == 128000 and "max_tokens" not in fake_model.requests[1]
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterable
 
 import httpx
 import openai
@@ -162,6 +164,18 @@ def test_malformed_arguments_are_explained_to_the_model(gateway, fake_model, sea
     assert search_fakes.calls("searxng")[0].params["q"] == "rust release"
 
 
+def search_until_stopped(arguments: Iterable[dict], answer: str):
+    """Fake model: call web_search with the next of `arguments` while the tool is offered, else answer."""
+    args = iter(arguments)
+
+    def reply(body: dict) -> dict:
+        if "web_search" not in tool_names(body):
+            return {"content": answer}
+        return {"tool_calls": [{"name": "web_search", "arguments": next(args)}]}
+
+    return reply
+
+
 def _always_search(body: dict) -> dict:
     n = sum(1 for m in body["messages"] if m["role"] == "tool")
     if "web_search" not in tool_names(body):
@@ -196,31 +210,23 @@ def test_guard_max_tool_iterations(gateway, fake_model, search_fakes, stream) ->
     assert _metric(gw, "web_search_iteration_cap_total", guard="max_tool_iterations") == before + 1
 
 
-def test_guard_repeated_query(gateway, fake_model, search_fakes) -> None:
-    gw = gateway(search_config(fake_model.url, [searxng_engine(search_fakes)]))
-
-    def reply(body: dict) -> dict:
-        if "web_search" not in tool_names(body):
-            return {"content": "stopped"}
-        return {"tool_calls": [{"name": "web_search", "arguments": {"query": "  Same   QUERY "}}]}
-
-    fake_model.default = reply
-    r = ask(gw, "search the web for same query")
-    assert r.choices[0].message.content == "stopped"
-    assert len(search_fakes.calls("searxng")) == 1
-    assert "already searched" in fake_model.requests[2]["messages"][-1]["content"]
-
-
-def test_guard_consecutive_errors(gateway, fake_model, search_fakes) -> None:
+@pytest.mark.parametrize(("limits", "failures", "model", "prompt", "answer", "searches", "told_at", "told"), [
+    ({}, 0, search_until_stopped(itertools.repeat({"query": "  Same   QUERY "}), "stopped"),
+     "search the web for same query", "stopped", 1, 2, "already searched"),
+    ({"maxConsecutiveErrors": 2}, 5, _always_search, "search the web", "final after 2 results", 2, 1, '"error"'),
+], ids=["repeated_query", "consecutive_errors"])
+def test_guard(gateway, fake_model, search_fakes, limits, failures, model, prompt, answer, searches, told_at,
+               told) -> None:
+    """The guard ends the searches; the model was told why (in the tool result of request `told_at`)."""
     from .fakes.search_providers import Reply
 
-    gw = gateway(search_config(fake_model.url, [searxng_engine(search_fakes)], maxConsecutiveErrors=2))
-    search_fakes.script("searxng", *[Reply(status=500, body={"error": "down"})] * 5)
-    fake_model.default = _always_search
-    r = ask(gw, "search the web")
-    assert r.choices[0].message.content == "final after 2 results"
-    assert len(search_fakes.calls("searxng")) == 2
-    assert '"error"' in fake_model.requests[1]["messages"][-1]["content"]
+    gw = gateway(search_config(fake_model.url, [searxng_engine(search_fakes)], **limits))
+    search_fakes.script("searxng", *[Reply(status=500, body={"error": "down"})] * failures)
+    fake_model.default = model
+    r = ask(gw, prompt)
+    assert r.choices[0].message.content == answer
+    assert len(search_fakes.calls("searxng")) == searches
+    assert told in fake_model.requests[told_at]["messages"][-1]["content"]
 
 
 def test_guard_result_budget(gateway, fake_model, search_fakes) -> None:

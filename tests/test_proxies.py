@@ -12,25 +12,19 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.backends.http import make_client
 from hub.backends.proxy import DIRECT, ProxyPolicy, choose, mask_proxy, parse_proxy
 from hub.config import ConfigError, parse
-from hub.dispatch import Dispatcher, Gate
-from hub.router import Cooldowns, Router
-from hub.search import SearchService
-from hub.store.memory import MemoryStore
 
 from .fakes.forward_proxy import ForwardProxy
 from .fakes.search_models import GLM_KEY
 from .fakes.search_providers import KEYS, config_with
-from .helpers import base_config
+from .helpers import base_config, search_service
 
 ROOT = Path(__file__).resolve().parent.parent
 USER, PASSWORD = "alice", "pr0xy-pass-7c41e9d2"
@@ -60,20 +54,9 @@ def serper(proxy_url: str | bool | None, host: str = "search.test") -> dict:
     return e
 
 
-@asynccontextmanager
-async def service(config: dict, env: dict[str, str] | None = None):
-    cfg = parse(json.dumps(config), env={})
-    client = make_client(env=env or {})
-    router = Router(cfg, Cooldowns())
-    try:
-        yield SearchService(cfg, client, router, Dispatcher(client, router, Gate()), MemoryStore())
-    finally:
-        await client.aclose()
-
-
 def run(config: dict, env: dict[str, str] | None = None, times: int = 1):
     async def go():
-        async with service(config, env) as svc:
+        async with search_service(config, env) as svc:
             return [await svc.search(f"latest stable rust release {i}") for i in range(times)]
 
     results = asyncio.run(go())

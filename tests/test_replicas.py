@@ -57,6 +57,32 @@ def mixed_turn(n: int | str):
                                {"name": "get_weather", "arguments": {"city": f"c{n}"}, "id": f"call_w_{n}"}]}
     return reply
 
+def interleaved_chains(fake_model, urls, answers: dict[int, str]):
+    """Answer each topic with mixed turns; returns `chain(client, n)`: topic n's first turn on one
+    replica, its follow-up (after the client's weather result) on the other, its answer in `answers`."""
+
+    def reply(body: dict) -> dict:
+        n = re.search(r"topic (\d+)", body["messages"][0]["content"]).group(1)
+        return mixed_turn(n)(body)
+
+    fake_model.default = reply
+
+    async def chain(client: httpx.AsyncClient, n: int) -> None:
+        history = [{"role": "user", "content": f"search the web for news on topic {n} and check the weather"}]
+        r = await client.post(urls[n % 2] + "/v1/chat/completions",
+                              json={"model": "d", "messages": history, "tools": [WEATHER]})
+        assert r.status_code == 200, r.text
+        msg = r.json()["choices"][0]["message"]
+        assert [c["id"] for c in msg["tool_calls"]] == [f"call_w_{n}"]
+        history += [msg, {"role": "tool", "tool_call_id": f"call_w_{n}", "content": f"weather {n}"}]
+        r = await client.post(urls[(n + 1) % 2] + "/v1/chat/completions",  # the other replica
+                              json={"model": "d", "messages": history, "tools": [WEATHER]})
+        assert r.status_code == 200, r.text
+        answers[n] = r.json()["choices"][0]["message"]["content"]
+
+    return chain
+
+
 
 def health(gw) -> dict:
     return httpx.get(gw.url + "/health", timeout=5).json()
@@ -148,26 +174,8 @@ def test_200_interleaved_chains_never_see_each_other(gateway, fake_model, search
     # it is not what this test is about). A generous store timeout keeps the test on Redis.
     a, b = replicas(gateway, replica_config(fake_model.url, search_fakes, redis_server.url, timeout_ms=3000))
 
-    def reply(body: dict) -> dict:
-        n = re.search(r"topic (\d+)", body["messages"][0]["content"]).group(1)
-        return mixed_turn(n)(body)
-
-    fake_model.default = reply
-    urls = (a.url, b.url)
     answers: dict[int, str] = {}
-
-    async def chain(client: httpx.AsyncClient, n: int) -> None:
-        history = [{"role": "user", "content": f"search the web for news on topic {n} and check the weather"}]
-        r = await client.post(urls[n % 2] + "/v1/chat/completions",
-                              json={"model": "d", "messages": history, "tools": [WEATHER]})
-        assert r.status_code == 200, r.text
-        msg = r.json()["choices"][0]["message"]
-        assert [c["id"] for c in msg["tool_calls"]] == [f"call_w_{n}"]
-        history += [msg, {"role": "tool", "tool_call_id": f"call_w_{n}", "content": f"weather {n}"}]
-        r = await client.post(urls[(n + 1) % 2] + "/v1/chat/completions",  # the other replica
-                              json={"model": "d", "messages": history, "tools": [WEATHER]})
-        assert r.status_code == 200, r.text
-        answers[n] = r.json()["choices"][0]["message"]["content"]
+    chain = interleaved_chains(fake_model, (a.url, b.url), answers)
 
     async def run() -> None:
         # The aiohttp transport: httpx's own pool spends quadratic time over 400 connections.

@@ -14,7 +14,7 @@ import httpx
 from hub.backends.transport import LeanAiohttpTransport
 
 from .test_hardening import Serve
-from .test_replicas import CLIENT_KEY, WEATHER, assert_spliced, mixed_turn, replica_config, tool_names
+from .test_replicas import CLIENT_KEY, assert_spliced, interleaved_chains, replica_config, tool_names
 
 CHAINS = 500
 
@@ -49,26 +49,9 @@ def test_500_chains_across_two_replicas_lose_nothing(tmp_path: Path, fake_model,
             r.wait_ready()
         before = [on_redis(r.url) for r in replicas]
 
-        def reply(body: dict) -> dict:
-            n = re.search(r"topic (\d+)", body["messages"][0]["content"]).group(1)
-            return mixed_turn(n)(body)
-
-        fake_model.default = reply
         urls = [r.url for r in replicas]
         answers: dict[int, str] = {}
-
-        async def chain(client: httpx.AsyncClient, n: int) -> None:
-            history = [{"role": "user", "content": f"search the web for news on topic {n} and check the weather"}]
-            r = await client.post(urls[n % 2] + "/v1/chat/completions",
-                                  json={"model": "d", "messages": history, "tools": [WEATHER]})
-            assert r.status_code == 200, r.text
-            msg = r.json()["choices"][0]["message"]
-            assert [c["id"] for c in msg["tool_calls"]] == [f"call_w_{n}"]
-            history += [msg, {"role": "tool", "tool_call_id": f"call_w_{n}", "content": f"weather {n}"}]
-            r = await client.post(urls[(n + 1) % 2] + "/v1/chat/completions",  # the other replica
-                                  json={"model": "d", "messages": history, "tools": [WEATHER]})
-            assert r.status_code == 200, r.text
-            answers[n] = r.json()["choices"][0]["message"]["content"]
+        chain = interleaved_chains(fake_model, urls, answers)
 
         async def run() -> None:
             transport = LeanAiohttpTransport(max_connections=2 * CHAINS)

@@ -10,23 +10,18 @@ import json
 import ssl
 import time
 from collections.abc import Iterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
 import trustme
 
-from hub.backends.http import make_client
 from hub.config import parse
-from hub.dispatch import Dispatcher, Gate
-from hub.router import Cooldowns, Router
-from hub.search import SearchService
 from hub.search.ddgs import DdgsEngine
-from hub.store.memory import MemoryStore
 
 from .fakes.forward_proxy import ForwardProxy
 from .fakes.search_providers import config_with
+from .helpers import search_service
 
 PAGE = (Path(__file__).parent / "fixtures" / "ddgs" / "duckduckgo-html.html").read_bytes()
 DDG = "html.duckduckgo.com"
@@ -80,20 +75,9 @@ def ddgs_engine(ca_path: str, **extra) -> dict:
     return {"id": "ddgs", "type": "ddgs", "description": "DuckDuckGo, keyless", "options": options, **extra}
 
 
-@asynccontextmanager
-async def service(config: dict, env: dict[str, str] | None = None):
-    cfg = parse(json.dumps(config), env={})
-    client = make_client(env=env or {})
-    router = Router(cfg, Cooldowns())
-    try:
-        yield SearchService(cfg, client, router, Dispatcher(client, router, Gate()), MemoryStore())
-    finally:
-        await client.aclose()
-
-
 def run(config: dict, env: dict[str, str] | None = None, **kw):
     async def go():
-        async with service(config, env) as svc:
+        async with search_service(config, env) as svc:
             return await svc.search(kw.pop("query", "latest stable rust release"), **kw)
 
     return asyncio.run(go())
@@ -209,7 +193,7 @@ def test_timeout_is_an_error_and_the_event_loop_keeps_running(proxy, ca_file, an
                 ticks += 1
 
         ticker = asyncio.create_task(tick())
-        async with service(cfg) as svc:
+        async with search_service(cfg) as svc:
             started = time.monotonic()
             result = await svc.search("latest stable rust release")
             elapsed = time.monotonic() - started

@@ -36,25 +36,26 @@ REQUESTS = {
 
 def starts(protocol: str, line: str) -> bool:
     """The line that tells the client a search began."""
-    if protocol == "chat":
-        return line == ": web_search started"
-    if not line.startswith("data: "):
-        return False
-    event = json.loads(line[6:])
-    if protocol == "responses":
-        return event["type"] == "response.web_search_call.searching"
-    return event["type"] == "content_block_start" and event["content_block"]["type"] == "server_tool_use"
+    return _is_event(protocol, line, line == ": web_search started", "response.web_search_call.searching",
+                     "server_tool_use")
 
 
 def finishes(protocol: str, line: str) -> bool:
+    return _is_event(protocol, line, line.startswith("data: {") and '"content"' in line and "Rust" in line,
+                     "response.web_search_call.completed", "web_search_tool_result")
+
+
+def _is_event(protocol: str, line: str, chat: bool, responses_type: str, block_type: str) -> bool:
+    """`chat` for the chat protocol; else whether the line is the Responses event of that type, or
+    the Messages content_block_start of that block type."""
     if protocol == "chat":
-        return line.startswith("data: {") and '"content"' in line and "Rust" in line
+        return chat
     if not line.startswith("data: "):
         return False
     event = json.loads(line[6:])
     if protocol == "responses":
-        return event["type"] == "response.web_search_call.completed"
-    return event["type"] == "content_block_start" and event["content_block"]["type"] == "web_search_tool_result"
+        return event["type"] == responses_type
+    return event["type"] == "content_block_start" and event["content_block"]["type"] == block_type
 
 
 def keepalive(line: str) -> bool:

@@ -45,13 +45,18 @@ def sent(fake, kind: str):
     return calls[0]
 
 
+def searched(fake, kind: str, **kw):
+    """The one request a successful search with `kind` sent."""
+    r = search(fake, kind, **kw)
+    assert r.ok, r.error
+    return sent(fake, kind)
+
+
 # ---------------------------------------------------------------- requests on the wire
 
 
 def test_serper_request(fake):
-    r = search(fake, "serper", count=4, recency="oneDay", user_location={"country": "de"})
-    assert r.ok, r.error
-    req = sent(fake, "serper")
+    req = searched(fake, "serper", count=4, recency="oneDay", user_location={"country": "de"})
     assert (req.method, req.path) == ("POST", "/serper/search")
     assert req.headers["x-api-key"] == KEYS["serper"]
     assert req.headers["content-type"] == "application/json"
@@ -59,9 +64,7 @@ def test_serper_request(fake):
 
 
 def test_brave_request(fake):
-    r = search(fake, "brave", count=3, recency="oneMonth", user_location={"country": "gb"})
-    assert r.ok, r.error
-    req = sent(fake, "brave")
+    req = searched(fake, "brave", count=3, recency="oneMonth", user_location={"country": "gb"})
     assert (req.method, req.path) == ("GET", "/brave/res/v1/web/search")
     assert req.headers["x-subscription-token"] == KEYS["brave"]
     assert req.headers["accept"] == "application/json"
@@ -69,9 +72,7 @@ def test_brave_request(fake):
 
 
 def test_exa_request(fake):
-    r = search(fake, "exa", count=2, recency="oneWeek", allowed_domains=["rust-lang.org"])
-    assert r.ok, r.error
-    req = sent(fake, "exa")
+    req = searched(fake, "exa", count=2, recency="oneWeek", allowed_domains=["rust-lang.org"])
     assert (req.method, req.path) == ("POST", "/exa/search")
     assert req.headers["x-api-key"] == KEYS["exa"]
     body = dict(req.json)
@@ -95,9 +96,7 @@ def test_tavily_request(fake):
 
 
 def test_searxng_request_is_keyless(fake):
-    r = search(fake, "searxng", recency="oneWeek", count=10)
-    assert r.ok, r.error
-    req = sent(fake, "searxng")
+    req = searched(fake, "searxng", recency="oneWeek", count=10)
     assert (req.method, req.path) == ("GET", "/searxng/search")
     assert "authorization" not in req.headers
     assert req.params == {"q": "latest stable rust release", "format": "json", "time_range": "week"}

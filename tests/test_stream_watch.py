@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,6 +96,21 @@ def test_a_chat_stream_cut_after_content_raises_at_its_end(cuts, end) -> None:
             raise AssertionError("a cut stream passed as complete")
 
 
+async def open_or_fail_cleanly(source: Source, opening: Awaitable, watched: Callable[[Any], AsyncIterator]) -> None:
+    """A stream either opens and is read to its end (an UpstreamError there is fine) or fails to
+    open retryably (nothing reached the client: the dispatcher fails over) with its source closed."""
+    try:
+        opened = await opening
+    except UpstreamError as e:
+        assert e.retryable
+        assert source.closed
+        return
+    try:
+        await drain(watched(opened))
+    except UpstreamError:
+        pass
+
+
 @settings(max_examples=150, deadline=None)
 @given(batches=st.lists(st.lists(st.one_of(st.binary(max_size=40), st.sampled_from(GOOD + [b"", b"{}", b"[]",
                                                                                           b'{"error": 1}'])),
@@ -102,19 +118,8 @@ def test_a_chat_stream_cut_after_content_raises_at_its_end(cuts, end) -> None:
 def test_any_chat_payloads_either_open_or_fail_cleanly(batches) -> None:
     source = Source(batches)
 
-    async def run() -> None:
-        try:
-            opened = await stream_watch.first_content(source(), PROVIDER)
-        except UpstreamError as e:
-            assert e.retryable  # nothing reached the client: the dispatcher fails over
-            assert source.closed
-            return
-        try:
-            await drain(stream_watch.watched_chunks(opened))
-        except UpstreamError:
-            pass
-
-    asyncio.run(run())
+    asyncio.run(open_or_fail_cleanly(source, stream_watch.first_content(source(), PROVIDER),
+                                     stream_watch.watched_chunks))
 
 
 NATIVE_GOOD = {"anthropic": ANSWERS["anthropic_ok"].split(b"\r\n\r\n", 1)[1],
@@ -128,29 +133,27 @@ def cut_bytes(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in zip(points, points[1:], strict=False) if data[a:b]]
 
 
-@settings(max_examples=80, deadline=None)
-@given(kind=st.sampled_from(["anthropic", "openai"]), cuts=st.lists(st.integers(0, 4000), max_size=12))
-def test_a_good_native_stream_passes_however_it_is_read(kind, cuts) -> None:
-    reads = cut_bytes(NATIVE_GOOD[kind], cuts)
+def read_native(kind: str, reads: list[bytes]) -> bytes:
+    """A native stream of these reads, opened and watched to its end."""
 
     async def run() -> bytes:
         opened = await native_stream.first_content(Source(reads)(), kind)
         return b"".join(await drain(native_stream.watched(opened)))
 
-    assert asyncio.run(run()) == NATIVE_GOOD[kind]
+    return asyncio.run(run())
+
+
+@settings(max_examples=80, deadline=None)
+@given(kind=st.sampled_from(["anthropic", "openai"]), cuts=st.lists(st.integers(0, 4000), max_size=12))
+def test_a_good_native_stream_passes_however_it_is_read(kind, cuts) -> None:
+    assert read_native(kind, cut_bytes(NATIVE_GOOD[kind], cuts)) == NATIVE_GOOD[kind]
 
 
 @settings(max_examples=80, deadline=None)
 @given(kind=st.sampled_from(["anthropic", "openai"]), cuts=st.lists(st.integers(0, 4000), max_size=12))
 def test_a_native_stream_cut_after_content_raises_at_its_end(kind, cuts) -> None:
-    reads = cut_bytes(NATIVE_CUT[kind], cuts)
-
-    async def run() -> None:
-        opened = await native_stream.first_content(Source(reads)(), kind)
-        await drain(native_stream.watched(opened))
-
     try:
-        asyncio.run(run())
+        read_native(kind, cut_bytes(NATIVE_CUT[kind], cuts))
     except UpstreamError as e:
         assert not e.retryable
     else:
@@ -165,16 +168,4 @@ def test_a_native_stream_cut_after_content_raises_at_its_end(kind, cuts) -> None
 def test_any_native_bytes_either_open_or_fail_cleanly(kind, reads) -> None:
     source = Source(reads)
 
-    async def run() -> None:
-        try:
-            opened = await native_stream.first_content(source(), kind)
-        except UpstreamError as e:
-            assert e.retryable
-            assert source.closed
-            return
-        try:
-            await drain(native_stream.watched(opened))
-        except UpstreamError:
-            pass
-
-    asyncio.run(run())
+    asyncio.run(open_or_fail_cleanly(source, native_stream.first_content(source(), kind), native_stream.watched))

@@ -71,8 +71,7 @@ class BaiduEngine(ApiEngine):
             search_filter={"match": {"site": list(req.allowed_domains)}} if req.allowed_domains else None,
         )
         body.setdefault("search_source", "baidu_search_v2")
-        return Outgoing("POST", f"{self.base_url}/v2/ai_search/web_search",
-                        self.bearer(), json=body)
+        return self.post("/v2/ai_search/web_search", body)
 
     async def run(self, req: SearchRequest) -> Parsed:
         data = await fetch_json(self.ctx.client, self.request(req), timeout=self.timeout_s, secrets=self.secrets,

@@ -27,8 +27,7 @@ class BochaEngine(ApiEngine):
             exclude="|".join(req.blocked_domains) or None,
         )
         body.setdefault("summary", True)  # the longer text, used when the snippet is short
-        return Outgoing("POST", f"{self.base_url}/v1/web-search",
-                        self.bearer(), json=body)
+        return self.post("/v1/web-search", body)
 
     async def run(self, req: SearchRequest) -> Parsed:
         try:

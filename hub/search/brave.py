@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
-from .engine import ApiEngine, malformed, site_query
+from .engine import ApiEngine, malformed, result_objects, site_query
 from .fetch import Outgoing
 
 FRESHNESS = {"oneDay": "pd", "oneWeek": "pw", "oneMonth": "pm", "oneYear": "py"}
@@ -29,13 +29,8 @@ class BraveEngine(ApiEngine):
     def parse(data: Any) -> Parsed:
         if not isinstance(data, dict):
             raise malformed("Brave", "not a JSON object")
-        web = data.get("web", {})
-        if not isinstance(web, dict) or not isinstance(web.get("results", []), list):
-            raise malformed("Brave", "'web.results' is not a list")
         hits = []
-        for r in web.get("results", []):
-            if not isinstance(r, dict):
-                continue
+        for r in result_objects(data.get("web", {}), "Brave", what="'web.results' is not a list"):
             snippet = first_str(r.get("description"), *as_list(r.get("extra_snippets")))
             source = first_str(as_dict(r.get("profile")).get("name"), as_dict(r.get("meta_url")).get("hostname"))
             hits.append(RawHit(r.get("title"), r.get("url"), snippet, source, first_str(r.get("page_age"), r.get("age"))))

@@ -121,6 +121,10 @@ class ApiEngine(Engine):
         """The `Authorization: Bearer <apiKey>` header most search APIs take."""
         return {"Authorization": f"Bearer {self.config.api_key or ''}"}
 
+    def post(self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> Outgoing:
+        """A JSON POST to `path` under the base URL, with a bearer key unless `headers` say otherwise."""
+        return Outgoing("POST", f"{self.base_url}{path}", self.bearer() if headers is None else headers, json=body)
+
     def options(self, **ours: Any) -> dict[str, Any]:
         """Engine `options` are defaults in the provider's own parameter names; what the search asks
         for (query, count, recency, domains) wins over them."""
@@ -140,3 +144,12 @@ def site_query(req: SearchRequest) -> str:
 
 def malformed(provider: str, what: str) -> EngineError:
     return EngineError(f"{provider} sent a malformed response ({what})")
+
+
+def result_objects(data: Any, provider: str, key: str = "results", what: str | None = None) -> list[dict]:
+    """The objects in `data[key]` (none when it is missing), skipping anything else in the list;
+    malformed (`what`, by default "'key' is not a list") when data is no object or data[key] no list."""
+    items = data.get(key, []) if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        raise malformed(provider, what or f"'{key}' is not a list")
+    return [r for r in items if isinstance(r, dict)]

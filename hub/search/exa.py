@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Parsed, RawHit, SearchRequest, as_list, first_str, recency_start
-from .engine import ApiEngine, malformed
+from .engine import ApiEngine, result_objects
 from .fetch import Outgoing
 
 TEXT_CHARS = 1000  # how much page text to ask for: the snippet when Exa sends no highlights
@@ -30,16 +30,12 @@ class ExaEngine(ApiEngine):
             excludeDomains=None if req.allowed_domains else list(req.blocked_domains) or None,
             userLocation=req.country,
         )
-        return Outgoing("POST", f"{self.base_url}/search", {"x-api-key": self.config.api_key or ""}, json=body)
+        return self.post("/search", body, {"x-api-key": self.config.api_key or ""})
 
     @staticmethod
     def parse(data: Any) -> Parsed:
-        if not isinstance(data, dict) or not isinstance(data.get("results", []), list):
-            raise malformed("Exa", "'results' is not a list")
         hits = []
-        for r in data.get("results", []):
-            if not isinstance(r, dict):
-                continue
+        for r in result_objects(data, "Exa"):
             highlights = [h for h in as_list(r.get("highlights")) if isinstance(h, str)]
             snippet = " … ".join(highlights) if highlights else first_str(r.get("summary"), r.get("text"))
             hits.append(RawHit(r.get("title"), r.get("url"), snippet, None, r.get("publishedDate")))

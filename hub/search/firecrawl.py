@@ -27,8 +27,7 @@ class FirecrawlEngine(ApiEngine):
             includeDomains=list(req.allowed_domains) or None,
             excludeDomains=list(req.blocked_domains) if req.blocked_domains and not req.allowed_domains else None,
         )
-        return Outgoing("POST", f"{self.base_url}/v2/search",
-                        self.bearer(), json=body)
+        return self.post("/v2/search", body)
 
     @staticmethod
     def parse(data: Any) -> Parsed:

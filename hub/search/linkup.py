@@ -39,8 +39,7 @@ class LinkupEngine(ApiEngine):
         )
         body.setdefault("depth", "standard")
         body["outputType"] = "searchResults"  # the only output this engine reads
-        return Outgoing("POST", f"{self.base_url}/v1/search",
-                        self.bearer(), json=body)
+        return self.post("/v1/search", body)
 
     async def run(self, req: SearchRequest) -> Parsed:
         resp = await fetch(self.ctx.client, self.request(req), timeout=self.timeout_s, proxy=self.config.proxy)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Parsed, RawHit, SearchRequest
-from .engine import ApiEngine, malformed
+from .engine import ApiEngine, result_objects
 from .fetch import Outgoing
 
 
@@ -16,13 +16,9 @@ class OllamaEngine(ApiEngine):
 
     def request(self, req: SearchRequest) -> Outgoing:
         body = self.options(query=req.query, max_results=min(req.count, self.MAX_COUNT))
-        return Outgoing("POST", f"{self.base_url}/api/web_search",
-                        self.bearer(), json=body)
+        return self.post("/api/web_search", body)
 
     @staticmethod
     def parse(data: Any) -> Parsed:
-        if not isinstance(data, dict) or not isinstance(data.get("results", []), list):
-            raise malformed("Ollama", "'results' is not a list")
-        hits = [RawHit(r.get("title"), r.get("url"), r.get("content")) for r in data.get("results", [])
-                if isinstance(r, dict)]
+        hits = [RawHit(r.get("title"), r.get("url"), r.get("content")) for r in result_objects(data, "Ollama")]
         return Parsed(hits)

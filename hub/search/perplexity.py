@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Parsed, RawHit, SearchRequest
-from .engine import ApiEngine, malformed
+from .engine import ApiEngine, result_objects
 from .fetch import Outgoing
 
 RECENCY = {"oneDay": "day", "oneWeek": "week", "oneMonth": "month", "oneYear": "year"}
@@ -27,16 +27,12 @@ class PerplexityEngine(ApiEngine):
             country=req.country,
             search_domain_filter=domains[:MAX_DOMAINS] or None,
         )
-        return Outgoing("POST", f"{self.base_url}/search",
-                        self.bearer(), json=body)
+        return self.post("/search", body)
 
     @staticmethod
     def parse(data: Any) -> Parsed:
-        if not isinstance(data, dict) or not isinstance(data.get("results", []), list):
-            raise malformed("Perplexity", "'results' is not a list")
         hits = [
             RawHit(r.get("title"), r.get("url"), r.get("snippet"), None, r.get("date") or r.get("last_updated"))
-            for r in data.get("results", [])
-            if isinstance(r, dict)
+            for r in result_objects(data, "Perplexity")
         ]
         return Parsed(hits)

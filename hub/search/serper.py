@@ -24,7 +24,7 @@ class SerperEngine(ApiEngine):
             tbs=TBS.get(req.recency or ""),
             gl=country.lower() if country else None,
         )
-        return Outgoing("POST", f"{self.base_url}/search", {"X-API-KEY": self.config.api_key or ""}, json=body)
+        return self.post("/search", body, {"X-API-KEY": self.config.api_key or ""})
 
     @staticmethod
     def parse(data: Any) -> Parsed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Parsed, RawHit, SearchRequest
-from .engine import ApiEngine, malformed
+from .engine import ApiEngine, result_objects
 from .fetch import Outgoing
 from .locale import country_name
 
@@ -29,17 +29,13 @@ class TavilyEngine(ApiEngine):
             # Tavily boosts a country only for the general topic, and names it in English.
             country=country_name(req.country) if self.config.options.get("topic", "general") == "general" else None,
         )
-        headers = self.bearer()
-        return Outgoing("POST", f"{self.base_url}/search", headers, json=body)
+        return self.post("/search", body)
 
     @staticmethod
     def parse(data: Any) -> Parsed:
-        if not isinstance(data, dict) or not isinstance(data.get("results", []), list):
-            raise malformed("Tavily", "'results' is not a list")
         hits = [
             RawHit(r.get("title"), r.get("url"), r.get("content"), None, r.get("published_date"))
-            for r in data.get("results", [])
-            if isinstance(r, dict)
+            for r in result_objects(data, "Tavily")
         ]
         answer = data.get("answer")
         return Parsed(hits, answer if isinstance(answer, str) else None)

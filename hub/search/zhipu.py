@@ -28,8 +28,7 @@ class ZhipuEngine(ApiEngine):
         body.setdefault("search_engine", DEFAULT_SEARCH_ENGINE)
         if body["search_engine"] == "search_pro_sogou":  # takes only 10, 20, ... 50; we cut the rest
             body["count"] = min(-(-body["count"] // 10) * 10, 50)
-        return Outgoing("POST", f"{self.base_url}/web_search",
-                        self.bearer(), json=body)
+        return self.post("/web_search", body)
 
     @staticmethod
     def parse(data: Any) -> Parsed:

@@ -28,6 +28,8 @@ import json
 import threading
 from collections import Counter
 
+from .server import started_thread
+
 _SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n"
 
 
@@ -135,10 +137,7 @@ class BrokenUpstream:
             except asyncio.CancelledError:
                 pass
 
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("broken upstream did not start")
+        self._thread = started_thread(run, ready, "broken upstream")
         return self
 
     def stop(self) -> None:

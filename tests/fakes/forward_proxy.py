@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .server import started_thread
+
 # (method, path, headers, body) -> (status, headers, body): the answer to a request inside an
 # intercepted TLS tunnel.
 Handler = Callable[[str, str, dict[str, str], bytes], tuple[int, dict[str, str], bytes]]
@@ -75,10 +77,7 @@ class ForwardProxy:
             async with http, socks:
                 await self._stop.wait()
 
-        self._thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("proxy did not start")
+        self._thread = started_thread(lambda: asyncio.run(main()), ready, "proxy")
         return self
 
     def stop(self) -> None:

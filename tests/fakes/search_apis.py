@@ -34,12 +34,10 @@ Wire details as documented (checked for these fakes against the sources the refe
 
 from __future__ import annotations
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
-from .search_providers import CORPUS, FakeBase, respond
+from .search_providers import CORPUS, FakeBase, Recorded, Reply, respond, route
 from .server import ServerThread
 
 KEYS = {
@@ -75,29 +73,13 @@ def _bearer(rec, name: str) -> bool:
 class FakeSearchApis(FakeBase):
     """All eight services on one server, each under its own path prefix (its base URL)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.app = Starlette(routes=[
-            Route("/bocha/v1/web-search", self.bocha, methods=["POST"]),
-            Route("/zhipu/api/paas/v4/web_search", self.zhipu, methods=["POST"]),
-            Route("/baidu/v2/ai_search/web_search", self.baidu, methods=["POST"]),
-            Route("/ollama/api/web_search", self.ollama, methods=["POST"]),
-            Route("/jina/", self.jina, methods=["GET"]),
-            Route("/jina-reader/", self.jina_reader, methods=["POST"]),
-            Route("/perplexity/search", self.perplexity, methods=["POST"]),
-            Route("/firecrawl/v2/search", self.firecrawl, methods=["POST"]),
-            Route("/linkup/v1/search", self.linkup, methods=["POST"]),
-        ])
-
     def base_url(self, server: ServerThread, name: str) -> str:
         if name == "zhipu":
             return f"{server.url}/zhipu/api/paas/v4"
         return f"{server.url}/{name}"
 
-    async def bocha(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("bocha", request)
-        if early is not None:
-            return early
+    @route("POST", "/bocha/v1/web-search")
+    async def bocha(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if "authorization" not in rec.headers:
             return JSONResponse({"code": "400", "message": "The API KEY is missing", "log_id": "l1"}, status_code=400)
         if not _bearer(rec, "bocha"):
@@ -121,10 +103,8 @@ class FakeSearchApis(FakeBase):
             "images": {"id": None, "readLink": None, "webSearchUrl": None, "value": []}, "videos": None}}
         return respond(reply, normal)
 
-    async def zhipu(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("zhipu", request)
-        if early is not None:
-            return early
+    @route("POST", "/zhipu/api/paas/v4/web_search")
+    async def zhipu(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec, "zhipu"):
             return JSONResponse({"error": {"code": "1000", "message": "身份验证失败。"}}, status_code=401)
         body = rec.json or {}
@@ -143,10 +123,8 @@ class FakeSearchApis(FakeBase):
                   "search_result": results}
         return respond(reply, normal)
 
-    async def baidu(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("baidu", request)
-        if early is not None:
-            return early
+    @route("POST", "/baidu/v2/ai_search/web_search")
+    async def baidu(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec, "baidu"):
             return JSONResponse({"requestId": "r-1", "code": "InvalidAuthorization",
                                  "message": "invalid Authorization header"}, status_code=401)
@@ -164,10 +142,8 @@ class FakeSearchApis(FakeBase):
                      "video": {"url": "https://v.example.cn/1.mp4"}})
         return respond(reply, {"request_id": "3c1f0e5a", "references": refs})
 
-    async def ollama(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("ollama", request)
-        if early is not None:
-            return early
+    @route("POST", "/ollama/api/web_search")
+    async def ollama(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec, "ollama"):
             return JSONResponse({"error": "unauthorized"}, status_code=401)
         body = rec.json or {}
@@ -177,10 +153,8 @@ class FakeSearchApis(FakeBase):
         results = [{"title": t, "url": u, "content": s} for t, u, s, _ in CORPUS[:n]]
         return respond(reply, {"results": results})
 
-    async def jina(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("jina", request)
-        if early is not None:
-            return early
+    @route("GET", "/jina/")
+    async def jina(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec, "jina"):
             return JSONResponse({"data": None, "code": 401, "name": "AuthenticationRequiredError", "status": 40103,
                                  "message": "Authentication is required to use this endpoint.",
@@ -197,10 +171,8 @@ class FakeSearchApis(FakeBase):
         ]
         return respond(reply, {"code": 200, "status": 20000, "data": data, "meta": {"usage": {"tokens": 10000}}})
 
-    async def jina_reader(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("jina-reader", request)
-        if early is not None:
-            return early
+    @route("POST", "/jina-reader/", "jina-reader")
+    async def jina_reader(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         url = (rec.json or {}).get("url")
         if not isinstance(url, str) or not url.startswith("http"):
             return JSONResponse({"data": None, "code": 422, "status": 42206, "name": "ParamValidationError",
@@ -210,10 +182,8 @@ class FakeSearchApis(FakeBase):
                 "publishedTime": "2025-10-30T00:00:00Z", "usage": {"tokens": 1432}}
         return respond(reply, {"code": 200, "status": 20000, "data": data})
 
-    async def perplexity(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("perplexity", request)
-        if early is not None:
-            return early
+    @route("POST", "/perplexity/search")
+    async def perplexity(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec, "perplexity"):
             return JSONResponse({"error": {"message": "Invalid API key", "type": "invalid_api_key", "code": 401}},
                                 status_code=401)
@@ -223,10 +193,8 @@ class FakeSearchApis(FakeBase):
                    for t, u, s, d in CORPUS[:n]]
         return respond(reply, {"id": "e38104d5", "results": results, "server_time": None})
 
-    async def firecrawl(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("firecrawl", request)
-        if early is not None:
-            return early
+    @route("POST", "/firecrawl/v2/search")
+    async def firecrawl(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec, "firecrawl"):
             return JSONResponse({"success": False, "error": "Unauthorized: Invalid token"}, status_code=401)
         body = rec.json or {}
@@ -244,10 +212,8 @@ class FakeSearchApis(FakeBase):
                  "date": "3 weeks ago", "position": 1}]
         return respond(reply, {"success": True, "data": {"web": web, "news": news}, "creditsUsed": 2, "id": "019a"})
 
-    async def linkup(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("linkup", request)
-        if early is not None:
-            return early
+    @route("POST", "/linkup/v1/search")
+    async def linkup(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec, "linkup"):
             return JSONResponse({"error": {"code": "UNAUTHORIZED", "message": "Invalid API key", "details": []}},
                                 status_code=401)

@@ -35,12 +35,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
-from .search_providers import FakeBase, respond
+from .search_providers import FakeBase, Recorded, Reply, respond, route
 from .server import ServerThread
 
 KEYS = {
@@ -73,18 +71,6 @@ def _chat(content: str, model: Any, **top: Any) -> dict:
 
 
 class FakeSearchModelFamilies(FakeBase):
-    def __init__(self) -> None:
-        super().__init__()
-        self.app = Starlette(routes=[
-            Route("/{i}/api/v1/services/aigc/text-generation/generation", self.dashscope_native, methods=["POST"]),
-            Route("/{i}/compatible-mode/v1/chat/completions", self.dashscope_compatible, methods=["POST"]),
-            Route("/{i}/kimi/v1/chat/completions", self.kimi, methods=["POST"]),
-            Route("/{i}/sonar/chat/completions", self.sonar, methods=["POST"]),
-            Route("/{i}/openai/v1/chat/completions", self.openai_chat, methods=["POST"]),
-            Route("/{i}/openai/v1/responses", self.openai_responses, methods=["POST"]),
-            Route("/{i}/v1/messages", self.anthropic, methods=["POST"]),
-        ])
-
     @staticmethod
     def base(server: ServerThread, family: str, instance: str) -> str:
         """The provider baseURL a user would configure, for this fake."""
@@ -96,13 +82,8 @@ class FakeSearchModelFamilies(FakeBase):
             "anthropic": f"{server.url}/{instance}",
         }[family]
 
-    async def _take(self, request: Request):
-        return await self._receive(request.path_params["i"], request)
-
-    async def dashscope_native(self, request: Request) -> Response:
-        rec, reply, early = await self._take(request)
-        if early is not None:
-            return early
+    @route("POST", "/{i}/api/v1/services/aigc/text-generation/generation", "{i}")
+    async def dashscope_native(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec.headers, "dashscope"):
             return JSONResponse({"request_id": "r", "code": "InvalidApiKey", "message": "Invalid API-key provided."},
                                 status_code=401)
@@ -130,10 +111,8 @@ class FakeSearchModelFamilies(FakeBase):
                                "usage": {"input_tokens": 512, "output_tokens": 40, "total_tokens": 552,
                                          "plugins": {"search": {"count": 1, "strategy": "turbo"}}}})
 
-    async def dashscope_compatible(self, request: Request) -> Response:
-        rec, reply, early = await self._take(request)
-        if early is not None:
-            return early
+    @route("POST", "/{i}/compatible-mode/v1/chat/completions", "{i}")
+    async def dashscope_compatible(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec.headers, "dashscope"):
             return _unauthorized()
         body = rec.json or {}
@@ -142,10 +121,8 @@ class FakeSearchModelFamilies(FakeBase):
         return respond(reply, _chat(f"Rust 1.91.0 is out: [Rust Blog]({BLOG}); all releases at {RELEASES}.",
                                     body.get("model")))
 
-    async def kimi(self, request: Request) -> Response:
-        rec, reply, early = await self._take(request)
-        if early is not None:
-            return early
+    @route("POST", "/{i}/kimi/v1/chat/completions", "{i}")
+    async def kimi(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec.headers, "moonshot"):
             return _unauthorized()
         body = rec.json or {}
@@ -173,10 +150,8 @@ class FakeSearchModelFamilies(FakeBase):
                 f"- [Announcing Rust 1.91.0]({BLOG})\n- [Release notes]({RELEASES})\n- {WIKI}.")
         return respond(reply, _chat(text, body.get("model")))
 
-    async def sonar(self, request: Request) -> Response:
-        rec, reply, early = await self._take(request)
-        if early is not None:
-            return early
+    @route("POST", "/{i}/sonar/chat/completions", "{i}")
+    async def sonar(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec.headers, "perplexity"):
             return _unauthorized()
         body = rec.json or {}
@@ -189,10 +164,8 @@ class FakeSearchModelFamilies(FakeBase):
         return respond(reply, _chat("Rust 1.91.0 is the latest stable release [1][3], not [2].", body.get("model"),
                                     citations=[r["url"] for r in results], search_results=results))
 
-    async def openai_chat(self, request: Request) -> Response:
-        rec, reply, early = await self._take(request)
-        if early is not None:
-            return early
+    @route("POST", "/{i}/openai/v1/chat/completions", "{i}")
+    async def openai_chat(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec.headers, "openai"):
             return _unauthorized()
         body = rec.json or {}
@@ -209,10 +182,8 @@ class FakeSearchModelFamilies(FakeBase):
         data["choices"][0]["message"]["annotations"] = annotations
         return respond(reply, data)
 
-    async def openai_responses(self, request: Request) -> Response:
-        rec, reply, early = await self._take(request)
-        if early is not None:
-            return early
+    @route("POST", "/{i}/openai/v1/responses", "{i}")
+    async def openai_responses(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec.headers, "openai"):
             return _unauthorized()
         body = rec.json or {}
@@ -235,10 +206,8 @@ class FakeSearchModelFamilies(FakeBase):
         return respond(reply, {"id": "resp_1", "object": "response", "status": "completed", "model": body.get("model"),
                                "output": output, "usage": {"input_tokens": 10, "output_tokens": 20, "total_tokens": 30}})
 
-    async def anthropic(self, request: Request) -> Response:
-        rec, reply, early = await self._take(request)
-        if early is not None:
-            return early
+    @route("POST", "/{i}/v1/messages", "{i}")
+    async def anthropic(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if rec.headers.get("x-api-key") != KEYS["anthropic"]:
             return JSONResponse({"type": "error", "error": {"type": "authentication_error",
                                                             "message": "invalid x-api-key"}}, status_code=401)

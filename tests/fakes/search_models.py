@@ -21,12 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
-from .search_providers import CORPUS, FakeBase, respond
+from .search_providers import CORPUS, FakeBase, Recorded, Reply, respond, route
 from .server import ServerThread
 
 GLM_KEY = "glm-test-key-0005"
@@ -36,13 +34,6 @@ GEMINI_KEY = "gemini-test-key-0006"
 class FakeSearchModels(FakeBase):
     """GLM at /{instance}/api/paas/v4/chat/completions, Gemini at /{instance}/v1beta/models/..."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.app = Starlette(routes=[
-            Route("/{instance}/api/paas/v4/chat/completions", self.glm, methods=["POST"]),
-            Route("/{instance}/v1beta/models/{model}:generateContent", self.gemini, methods=["POST"]),
-        ])
-
     @staticmethod
     def glm_base(server: ServerThread, instance: str) -> str:
         return f"{server.url}/{instance}/api/paas/v4"
@@ -51,11 +42,8 @@ class FakeSearchModels(FakeBase):
     def gemini_base(server: ServerThread, instance: str) -> str:
         return f"{server.url}/{instance}"
 
-    async def glm(self, request: Request) -> Response:
-        name = request.path_params["instance"]
-        rec, reply, early = await self._receive(name, request)
-        if early is not None:
-            return early
+    @route("POST", "/{instance}/api/paas/v4/chat/completions", "{instance}")
+    async def glm(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if rec.headers.get("authorization") != f"Bearer {GLM_KEY}":
             return JSONResponse({"error": {"code": "1000", "message": "身份验证失败。"}}, status_code=401)
         body = rec.json or {}
@@ -81,11 +69,8 @@ class FakeSearchModels(FakeBase):
             normal["web_search"] = items
         return respond(reply, normal)
 
-    async def gemini(self, request: Request) -> Response:
-        name = request.path_params["instance"]
-        rec, reply, early = await self._receive(name, request)
-        if early is not None:
-            return early
+    @route("POST", "/{instance}/v1beta/models/{model}:generateContent", "{instance}")
+    async def gemini(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if rec.headers.get("x-goog-api-key") != GEMINI_KEY:
             return JSONResponse({"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
                                            "status": "INVALID_ARGUMENT"}}, status_code=400)

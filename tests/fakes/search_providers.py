@@ -30,7 +30,7 @@ import asyncio
 import json
 import time
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,12 +89,40 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+def route(method: str, path: str, key: str | None = None) -> Callable[[Handler], Handler]:
+    """Marks a fake's handler for `path`. The handler runs as `handler(self, request, rec, reply)` after
+    the request is recorded under `key` (the handler's name by default; `"{param}"` takes that path
+    parameter) and unless a scripted body already answered it."""
+
+    def mark(handler: Handler) -> Handler:
+        handler.route = (method, path, key or handler.__name__)  # type: ignore[attr-defined]
+        return handler
+
+    return mark
+
+
+Handler = Callable[..., Awaitable[Response]]
+
+
 class FakeBase:
-    """Recording and scripting shared by the fakes, keyed by a fake's name."""
+    """Recording and scripting shared by the fakes, keyed by a fake's name; `app` serves every
+    handler marked with `route`."""
 
     def __init__(self) -> None:
         self.requests: dict[str, list[Recorded]] = defaultdict(list)
         self._script: dict[str, deque[Reply]] = defaultdict(deque)
+        self.app = Starlette(routes=[
+            Route(handler.route[1], self._endpoint(getattr(self, attr), handler.route[2]), methods=[handler.route[0]])
+            for attr, handler in vars(type(self)).items() if hasattr(handler, "route")
+        ])
+
+    def _endpoint(self, handler: Handler, key: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            name = request.path_params[key[1:-1]] if key.startswith("{") else key
+            rec, reply, early = await self._receive(name, request)
+            return early if early is not None else await handler(request, rec, reply)
+
+        return endpoint
 
     def script(self, name: str, *replies: Reply) -> None:
         self._script[name].extend(replies)
@@ -141,23 +169,11 @@ def respond(reply: Reply | None, normal: Any) -> Response:
 class FakeSearchProviders(FakeBase):
     """All five services on one server: /serper, /brave, /exa, /tavily, /searxng prefixes."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.app = Starlette(routes=[
-            Route("/serper/search", self.serper, methods=["POST"]),
-            Route("/brave/res/v1/web/search", self.brave, methods=["GET"]),
-            Route("/exa/search", self.exa, methods=["POST"]),
-            Route("/tavily/search", self.tavily, methods=["POST"]),
-            Route("/searxng/search", self.searxng, methods=["GET"]),
-        ])
-
     def base_url(self, server: ServerThread, name: str) -> str:
         return f"{server.url}/{name}"
 
-    async def serper(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("serper", request)
-        if early is not None:
-            return early
+    @route("POST", "/serper/search")
+    async def serper(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if rec.headers.get("x-api-key") != KEYS["serper"]:
             return JSONResponse({"message": "Unauthorized.", "statusCode": 403}, status_code=403)
         body = rec.json or {}
@@ -175,10 +191,8 @@ class FakeSearchProviders(FakeBase):
         }
         return respond(reply, normal)
 
-    async def brave(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("brave", request)
-        if early is not None:
-            return early
+    @route("GET", "/brave/res/v1/web/search")
+    async def brave(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if rec.headers.get("x-subscription-token") != KEYS["brave"]:
             return JSONResponse({
                 "type": "ErrorResponse",
@@ -201,10 +215,8 @@ class FakeSearchProviders(FakeBase):
                   "web": {"type": "search", "results": results, "family_friendly": True}}
         return respond(reply, normal)
 
-    async def exa(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("exa", request)
-        if early is not None:
-            return early
+    @route("POST", "/exa/search")
+    async def exa(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if rec.headers.get("x-api-key") != KEYS["exa"]:
             return JSONResponse({"requestId": "r-1", "error": "Invalid API key"}, status_code=401)
         body = rec.json or {}
@@ -218,10 +230,8 @@ class FakeSearchProviders(FakeBase):
                   "searchTime": 412.5, "costDollars": {"total": 0.005}}
         return respond(reply, normal)
 
-    async def tavily(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("tavily", request)
-        if early is not None:
-            return early
+    @route("POST", "/tavily/search")
+    async def tavily(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if rec.headers.get("authorization") != f"Bearer {KEYS['tavily']}":
             return JSONResponse({"detail": {"error": "Unauthorized: missing or invalid API key."}}, status_code=401)
         body = rec.json or {}
@@ -232,10 +242,8 @@ class FakeSearchProviders(FakeBase):
                   "images": [], "results": results, "response_time": 1.5}
         return respond(reply, normal)
 
-    async def searxng(self, request: Request) -> Response:
-        rec, reply, early = await self._receive("searxng", request)
-        if early is not None:
-            return early
+    @route("GET", "/searxng/search")
+    async def searxng(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if rec.params.get("format") != "json":
             return Response("<html>search page</html>", media_type="text/html")
         results = [

@@ -1,10 +1,11 @@
-"""Run an ASGI app under uvicorn in a background thread on a free loopback port."""
+"""Run an ASGI app under uvicorn in a background thread on a free loopback port; start a fake's thread."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 import uvicorn
 
@@ -44,3 +45,12 @@ class ServerThread:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
+
+
+def started_thread(run: Callable[[], object], ready: threading.Event, what: str) -> threading.Thread:
+    """A daemon thread running `run`, once it has set `ready` (RuntimeError after 10 s)."""
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    if not ready.wait(10):
+        raise RuntimeError(f"{what} did not start")
+    return thread
