@@ -15,6 +15,7 @@ from routes.app import create_app
 from .fakes.model import FakeModel
 from .fakes.redis_server import RedisServer
 from .fakes.server import ServerThread
+from .fakes.web import FakeWeb
 from .helpers import start_redis
 
 
@@ -159,3 +160,18 @@ def own_redis() -> Iterator[RedisServer]:
     server = start_redis()
     yield server
     server.close()
+
+
+@pytest.fixture(scope="session")
+def _fake_web_server() -> Iterator[FakeWeb]:
+    w = FakeWeb().start()
+    yield w
+    w.stop()
+
+
+@pytest.fixture
+def site(_fake_web_server: FakeWeb) -> FakeWeb:
+    """The fake web site on loopback (tests/fakes/web.py), its request log cleared."""
+    _fake_web_server.reset()
+    return _fake_web_server
+

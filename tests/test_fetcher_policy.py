@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from hub import config as cfgmod
@@ -158,8 +158,9 @@ def test_the_host_checked_is_the_host_httpx_connects_to(raw):
 
 
 @settings(max_examples=300)
-@given(url=url_text, secret=st.from_regex(r"_[A-Za-z0-9]{8,16}", fullmatch=True))  # "_" is in no generated URL
+@given(url=url_text, secret=st.from_regex(r"_[A-Za-z0-9]{8,16}", fullmatch=True))
 def test_redacted_urls_hold_no_query_or_credentials(url, secret):
+    assume(secret not in url)  # a path may spell the same characters; only what we add must go
     with_secret = url.replace("://", f"://user:{secret}@", 1) + ("&" if "?" in url else "?") + f"token={secret}"
     assert secret not in redact(with_secret)
     assert secret not in redact(url + ("&" if "?" in url else "?") + f"token={secret}")

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -257,17 +256,6 @@ def test_keyless_loopback_gateway_refuses_rebound_hosts(gateway, fake_model, sea
 # ---------------------------------------------------------------- web_fetch
 
 
-@pytest.fixture(scope="module")
-def web() -> Iterator[FakeWeb]:
-    site = FakeWeb().start()
-    yield site
-    site.stop()
-
-
-@pytest.fixture
-def site(web: FakeWeb) -> FakeWeb:
-    web.reset()
-    return web
 
 
 def fetch_config(model_url: str, fakes, web: FakeWeb | None, *, api_keys: list | None = None, **web_fetch) -> dict:

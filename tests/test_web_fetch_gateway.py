@@ -6,7 +6,6 @@ allow-list (webFetch.allowHosts / allowPorts); one test proves the default refus
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import anthropic
 import openai
@@ -22,17 +21,6 @@ FETCH_VERSIONS = ("web_fetch_20250910", "web_fetch_20260209", "web_fetch_2026030
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search"}
 
 
-@pytest.fixture(scope="module")
-def web() -> Iterator[FakeWeb]:
-    site = FakeWeb().start()
-    yield site
-    site.stop()
-
-
-@pytest.fixture
-def site(web: FakeWeb) -> FakeWeb:
-    web.reset()
-    return web
 
 
 def config(model_url: str, fakes, web: FakeWeb | None, **web_fetch) -> dict:

@@ -17,6 +17,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from ..coerce import json_open
+
 MAX_HELD = 16_384  # held text that is still not a complete call after this is released as text
 
 
@@ -41,29 +43,6 @@ _NO = ("no", None, None)
 _PARTIAL = ("partial", None, None)
 
 
-def _open(text: str) -> bool:
-    """True when a string or an object/array is still open at the end of text (JSON cut short)."""
-    depth = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth < 0:
-                return False
-    return in_string or depth > 0
-
-
 def _json_at(text: str, i: int, final: bool) -> tuple[str, object, int | None]:
     """Decode one JSON value at text[i:] (after whitespace): ("ok", value, end) | ("partial"|"no", None, None)."""
     while i < len(text) and text[i] in " \t\r\n":
@@ -73,7 +52,7 @@ def _json_at(text: str, i: int, final: bool) -> tuple[str, object, int | None]:
     try:
         value, end = _decoder.raw_decode(text, i)
     except ValueError:
-        return ("partial" if not final and _open(text[i:]) else "no"), None, None
+        return ("partial" if not final and json_open(text[i:]) else "no"), None, None
     return "ok", value, end
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 
+from ..coerce import json_open
+
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)\r?\n?[ \t]*```$", re.DOTALL)
 _PREVIEW_HEAD = 160
 _PREVIEW_TAIL = 60
@@ -40,7 +42,7 @@ def parse_arguments(raw: object, *, tool_name: str = "", call_id: str = "") -> d
     except (ValueError, RecursionError):
         problem = (
             "arguments are truncated: the JSON object ends before its braces/quotes are closed"
-            if text[0] in "{[" and _looks_truncated(text)
+            if text[0] in "{[" and json_open(text)
             else "arguments are not valid JSON"
         )
         raise ArgumentError(message(tool_name, call_id, problem, text)) from None
@@ -72,27 +74,6 @@ def _loads(text: str) -> object:
 def _unfence(text: str) -> str:
     match = _FENCE.match(text)
     return match.group(1).strip() if match else text
-
-
-def _looks_truncated(text: str) -> bool:
-    """True when a string or an object/array is still open at the end of the text."""
-    depth = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-    return in_string or depth > 0
 
 
 def _json_type(value: object) -> str:
