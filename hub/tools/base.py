@@ -55,7 +55,9 @@ class ToolCall:
 
     @property
     def ok(self) -> bool:
-        raise NotImplementedError
+        """Did the call succeed? (False while running.)"""
+        result = getattr(self, "result", None)
+        return result is not None and result.ok
 
     @property
     def key(self) -> str:

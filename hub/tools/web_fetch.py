@@ -136,10 +136,6 @@ class FetchCall(ToolCall):
     HOSTED: ClassVar[Hosted] = HOSTED
 
     @property
-    def ok(self) -> bool:
-        return self.result is not None and self.result.ok
-
-    @property
     def key(self) -> str:
         return f"{normalize(self.url) or self.url}|{(self.find or '').casefold()}"
 

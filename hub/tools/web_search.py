@@ -253,10 +253,6 @@ class SearchCall(ToolCall):
     HOSTED: ClassVar[Hosted] = HOSTED
 
     @property
-    def ok(self) -> bool:
-        return self.result is not None and self.result.ok
-
-    @property
     def key(self) -> str:
         """The same search, however the model wrote it: engine resolved, query case- and space-folded."""
         query = " ".join(self.query.casefold().split()).strip(_QUOTES)
