@@ -23,8 +23,14 @@ def wants_text(log_format: str, stream: TextIO) -> bool:
 class TextFormatter(logging.Formatter):
     """One readable line per record, with the request and chain ids when there are any."""
 
+    _clock: tuple[int, str] = (-1, "")  # the seconds, formatted once per second
+
     def format(self, record: logging.LogRecord) -> str:
-        stamp = time.strftime("%H:%M:%S", time.localtime(record.created)) + f".{int(record.msecs):03d}"
+        second = int(record.created)
+        clock = self._clock
+        if clock[0] != second:
+            clock = self._clock = (second, time.strftime("%H:%M:%S", time.localtime(second)))
+        stamp = f"{clock[1]}.{int(record.msecs):03d}"
         ids = [i for i in (getattr(record, "request_id", "-"), getattr(record, "chain_id", "-")) if i != "-"]
         where = f" [{' '.join(ids)}]" if ids else ""
         line = f"{stamp} {_LEVELS.get(record.levelname, record.levelname)} {record.name}{where} {record.getMessage()}"

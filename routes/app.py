@@ -30,6 +30,7 @@ from .common import TRACE_SCOPE_KEY, new_request_id, request_id_var, runtime
 from .mcp import McpEndpoint
 
 log = logging.getLogger("searchhub.http")
+GC_YOUNG = 10_000  # collect the young generation after this many new containers; see create_app
 _OPEN_PATHS = frozenset({"/health", "/metrics"})
 
 
@@ -259,7 +260,49 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     return JSONResponse(_error_body(request.url.path, 500, "api_error", "internal error"), status_code=500)
 
 
-def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlette:
+class GatewayApp(Starlette):
+    """Starlette, with the model endpoints (POST on a fixed path) dispatched straight to their
+    handler inside GatewayMiddleware: no ServerErrorMiddleware, ExceptionMiddleware, route
+    matching or endpoint wrapper on the path every model call takes (together ~15 % of a relayed
+    request's CPU; bench/README.md, "History"). Every other request takes Starlette's stack."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.direct: dict[str, GatewayMiddleware] = {
+            r.path: GatewayMiddleware(_endpoint_app(r.endpoint))
+            for r in self.routes
+            if isinstance(r, Route) and r.methods and "POST" in r.methods and r.path in _DIRECT_PATHS}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            direct = self.direct.get(scope["path"])
+            if direct is not None:
+                scope["app"] = self
+                await direct(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+_DIRECT_PATHS = frozenset({"/v1/chat/completions", "/v1/responses", "/v1/messages", "/anthropic/v1/messages"})
+
+
+def _endpoint_app(endpoint) -> ASGIApp:
+    """A request handler as an ASGI app. The handlers answer their own errors in their protocol's
+    shape; anything that still escapes answers like Starlette's error middleware would (a 500 in
+    the protocol's shape, logged with its traceback)."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            response = await endpoint(Request(scope, receive, send))
+        except Exception:
+            log.exception("unhandled error")
+            response = JSONResponse(_error_body(scope["path"], 500, "api_error", "internal error"), status_code=500)
+        await response(scope, receive, send)
+
+    return app
+
+
+def create_app(config_path: str, config: cfgmod.Config | None = None) -> GatewayApp:
     gateway = Gateway(config_path, config)
     mcp = McpEndpoint(gateway)
 
@@ -270,6 +313,11 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlet
         # full passes, which otherwise show up as 20-30 ms latency spikes (bench/README.md).
         gc.collect()
         gc.freeze()
+        # A request makes and frees a few thousand containers: at the default 700 the young
+        # generation is collected several times per request, and every tenth of those examines the
+        # older objects too (traces, caches) -- 6-7 % of the CPU under load. 10,000 still collects
+        # a request's cyclic garbage within a few requests (bench/README.md, "History").
+        gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
         try:
             async with mcp.running():
                 yield
@@ -288,7 +336,7 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Starlet
         *search.routes,
         Route("/mcp", mcp),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
+    app = GatewayApp(routes=routes, lifespan=lifespan, exception_handlers={
         404: _http_error, 405: _http_error, Exception: _internal_error})
     app.state.gateway = gateway
     app.add_middleware(GatewayMiddleware)

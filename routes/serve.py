@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -11,11 +10,14 @@ import sys
 import tempfile
 import time
 
+import msgspec
+
 from hub import cli
 from hub import config as cfgmod
 from hub.logctx import RequestContextFilter
 from hub.logformat import TextFormatter, wants_text
 
+_encode = msgspec.json.encode
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus-client when hub.metrics is imported
 
 _CONFIG_ENV = "SEARCHHUB_CONFIG"
@@ -23,11 +25,19 @@ _LOG_FORMAT_ENV = "SEARCHHUB_LOG_FORMAT"
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line, with the request and chain ids. Bodies and keys are never logged."""
+    """One JSON object per line, with the request and chain ids. Bodies and keys are never logged.
+    Every request writes one line (routes/app.py), so this is on the hot path: msgspec encodes it
+    and the timestamp's seconds are formatted once per second (bench/README.md, "History")."""
+
+    _stamp: tuple[int, str] = (-1, "")  # one tuple: threads that log see a matching pair
 
     def format(self, record: logging.LogRecord) -> str:
+        second = int(record.created)
+        stamp = self._stamp
+        if stamp[0] != second:
+            stamp = self._stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
         entry = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "ts": f"{stamp[1]}.{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -38,13 +48,17 @@ class JsonFormatter(logging.Formatter):
             entry["chain_id"] = chain
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+        return _encode(entry).decode()
 
 
 def setup_logging(level: str, log_format: str | None = None) -> None:
     """Logs on stderr: text lines on a terminal, JSON otherwise; `log_format` (or
     $SEARCHHUB_LOG_FORMAT, which --workers children inherit) says text, json or auto."""
     log_format = log_format or os.environ.get(_LOG_FORMAT_ENV, "auto")
+    # No formatter here prints the caller's file/line, thread or process: skip computing them for
+    # every record (the logging module's own documented optimizations).
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(TextFormatter() if wants_text(log_format, sys.stderr) else JsonFormatter())
     handler.addFilter(RequestContextFilter())
