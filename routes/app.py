@@ -20,6 +20,7 @@ from hub import config as cfgmod
 from hub import metrics
 from hub.backends.proxy import mask_proxy
 from hub.keys import ANONYMOUS, ApiKey, match_key, presented_key
+from hub.logformat import DirectLog
 from hub.runtime import Gateway
 from hub.search.metered import SearchBill
 from hub.trace import Trace, client_family, ms
@@ -30,6 +31,7 @@ from .common import TRACE_SCOPE_KEY, new_request_id, request_id_var, runtime
 from .mcp import McpEndpoint
 
 log = logging.getLogger("searchhub.http")
+access_log = DirectLog("searchhub.http")  # one line per request: the cheap path (hub/logformat.py)
 GC_YOUNG = 10_000  # collect the young generation after this many new containers; see create_app
 _OPEN_PATHS = frozenset({"/health", "/metrics"})
 
@@ -102,10 +104,10 @@ class GatewayMiddleware:
                 counter.inc()
                 elapsed = time.perf_counter() - started
                 latency.observe(elapsed)
-                if log.isEnabledFor(logging.INFO):
-                    log.info("%s %s %d %.1f ms key=%s searches=%d search_cost=%s", scope["method"], path,
-                             status_box[0], elapsed * 1000, key.name if key else ANONYMOUS, bill.searches,
-                             _money(bill.cost))
+                if access_log.logger.isEnabledFor(logging.INFO):
+                    access_log.info(f"{scope['method']} {path} {status_box[0]} {elapsed * 1000:.1f} ms "
+                                    f"key={key.name if key else ANONYMOUS} searches={bill.searches} "
+                                    f"search_cost={_money(bill.cost) if bill.cost else '0'}")
             if trace is not None and shared is not None:
                 trace.status = status_box[0]
                 trace.total_ms = ms(time.perf_counter() - started)

@@ -8,47 +8,16 @@ import os
 import shutil
 import sys
 import tempfile
-import time
-
-import msgspec
 
 from hub import cli
 from hub import config as cfgmod
 from hub.logctx import RequestContextFilter
-from hub.logformat import TextFormatter, wants_text
+from hub.logformat import JsonFormatter, TextFormatter, install, wants_text
 
-_encode = msgspec.json.encode
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus-client when hub.metrics is imported
 
 _CONFIG_ENV = "SEARCHHUB_CONFIG"
 _LOG_FORMAT_ENV = "SEARCHHUB_LOG_FORMAT"
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line, with the request and chain ids. Bodies and keys are never logged.
-    Every request writes one line (routes/app.py), so this is on the hot path: msgspec encodes it
-    and the timestamp's seconds are formatted once per second (bench/README.md, "History")."""
-
-    _stamp: tuple[int, str] = (-1, "")  # one tuple: threads that log see a matching pair
-
-    def format(self, record: logging.LogRecord) -> str:
-        second = int(record.created)
-        stamp = self._stamp
-        if stamp[0] != second:
-            stamp = self._stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-        entry = {
-            "ts": f"{stamp[1]}.{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-            "request_id": getattr(record, "request_id", "-"),
-        }
-        chain = getattr(record, "chain_id", "-")
-        if chain != "-":
-            entry["chain_id"] = chain
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
-        return _encode(entry).decode()
 
 
 def setup_logging(level: str, log_format: str | None = None) -> None:
@@ -62,6 +31,7 @@ def setup_logging(level: str, log_format: str | None = None) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(TextFormatter() if wants_text(log_format, sys.stderr) else JsonFormatter())
     handler.addFilter(RequestContextFilter())
+    install(handler)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

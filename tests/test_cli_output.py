@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from hub.logformat import TextFormatter, wants_text
-from routes.serve import JsonFormatter
+from hub.logformat import JsonFormatter
 
 from .fakes.redis_server import free_port
 from .helpers import base_config
