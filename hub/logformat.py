@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import TextIO
@@ -72,20 +73,69 @@ class JsonFormatter(logging.Formatter):
                          self.formatException(record.exc_info) if record.exc_info else None)
 
 
-_direct: logging.StreamHandler | None = None  # the handler `searchhub serve` installed (routes/serve.py)
+class LineHandler(logging.StreamHandler):
+    """The handler `searchhub serve` installs (routes/serve.py): logging's StreamHandler, plus the
+    per-request lines of DirectLog, which it collects and writes together at most FLUSH_S later
+    (one write for many requests instead of a system call each, like nginx's buffered access log;
+    a busy gateway's stderr is often a pipe whose reader each write wakes). Any other record first
+    writes what is waiting, so lines keep their order; exit (logging.shutdown) writes the rest."""
+
+    FLUSH_S = 0.1
+    MAX_PENDING = 256
+
+    def __init__(self, stream=None) -> None:
+        super().__init__(stream)
+        self.pending: list[str] = []
+
+    def add(self, line: str) -> None:
+        with self.lock:  # another thread's record may be writing the list out
+            pending = self.pending
+            pending.append(line + self.terminator)
+            n = len(pending)
+        if n >= self.MAX_PENDING:
+            self.write_pending()
+        elif n == 1:
+            try:
+                asyncio.get_running_loop().call_later(self.FLUSH_S, self.write_pending)
+            except RuntimeError:  # no event loop to come back: write now
+                self.write_pending()
+
+    def write_pending(self) -> None:
+        if not self.pending:
+            return
+        with self.lock:
+            text, self.pending = "".join(self.pending), []
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except Exception:  # a closed or broken stream: what logging itself would do
+                self.handleError(logging.makeLogRecord({"msg": text[:200], "name": "searchhub"}))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.pending:
+            self.write_pending()
+        super().emit(record)
+
+    def flush(self) -> None:
+        self.write_pending()
+        super().flush()
 
 
-def install(handler: logging.StreamHandler) -> None:
+_direct: LineHandler | None = None  # the handler `searchhub serve` installed (routes/serve.py)
+
+
+def install(handler: LineHandler | None) -> None:
     global _direct
     _direct = handler
 
 
 class DirectLog:
-    """An INFO line of one logger, formatted by the installed handler's formatter and written to its
-    stream directly: the same bytes as `logger.info(msg)`, without the record, filter and handler
-    calls (~10 µs a line; the gateway writes one per request, a tenth of its own work on a relayed
-    request: bench/README.md, "History"). Anything else attached on the way (another handler, a
-    filter, e.g. pytest's caplog) takes the logging module's path."""
+    """An INFO line of one logger, formatted by the installed handler's formatter and handed to it
+    directly: the same text as `logger.info(msg)`, without the record, filter and handler calls,
+    and written with the other lines of the same moment (LineHandler). The gateway writes one per
+    request; through logging a line cost ~10 µs plus a system call, a tenth of its own work on a
+    relayed request (bench/README.md, "History"). Anything else attached on the way (another
+    handler, a filter, e.g. pytest's caplog) takes the logging module's path."""
 
     def __init__(self, name: str) -> None:
         self.logger = logging.getLogger(name)
@@ -98,13 +148,7 @@ class DirectLog:
         if h is None or not self._plain(lg, h):
             lg.info("%s", msg)
             return
-        line = h.formatter.line(time.time(), "INFO", lg.name, msg, request_id_var.get(), chain_id_var.get())
-        with h.lock:
-            try:
-                h.stream.write(line + h.terminator)
-                h.stream.flush()
-            except Exception:  # a closed or broken stream: what logging itself would do
-                h.handleError(logging.makeLogRecord({"msg": msg, "name": lg.name}))
+        h.add(h.formatter.line(time.time(), "INFO", lg.name, msg, request_id_var.get(), chain_id_var.get()))
 
     @staticmethod
     def _plain(lg: logging.Logger, h: logging.Handler) -> bool:

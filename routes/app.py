@@ -118,6 +118,9 @@ class GatewayMiddleware:
             request_id_var.reset(token)
 
 
+_FAMILY_OF: dict[tuple[str | None, str | None], str] = {}
+
+
 def _start_trace(shared, scope: Scope, rid: str, path: str, key: ApiKey | None) -> Trace | None:
     """The request's trace (also when only telemetry wants it), and the per-client metrics."""
     ua = originator = None
@@ -126,7 +129,11 @@ def _start_trace(shared, scope: Scope, rid: str, path: str, key: ApiKey | None) 
             ua = v.decode("latin-1")
         elif k == b"originator":
             originator = v.decode("latin-1")
-    family = client_family(ua, originator)
+    family = _FAMILY_OF.get((ua, originator))
+    if family is None:  # a client sends the same user agent on every call: classify it once
+        family = client_family(ua, originator)
+        if len(_FAMILY_OF) < 1024:
+            _FAMILY_OF[(ua, originator)] = family
     _client_counter(family).inc()
     shared.activity.request()
     if not (shared.traces.enabled or shared.telemetry.enabled):

@@ -7,7 +7,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 import msgspec
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from hub.backends.http import UpstreamError
@@ -38,19 +38,41 @@ def new_request_id() -> str:
     return new_id("req")
 
 
+HEADERS_SCOPE_KEY = "searchhub.headers"
+
+
+def headers_of(request: Request) -> dict[str, str]:
+    """The request's headers as one dict, built once per request: lower-case names (ASGI's), the
+    first of a repeated header (as Starlette's `Headers.get`). Starlette's `Headers` looks every
+    name up by scanning the list; a model call reads about eight."""
+    scope = request.scope
+    d = scope.get(HEADERS_SCOPE_KEY)
+    if d is None:
+        d = scope[HEADERS_SCOPE_KEY] = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
+    return d
+
+
 async def read_json(request: Request, max_bytes: int) -> dict:
-    """The body as a JSON object, or a 400/413 that says what is wrong."""
-    length = request.headers.get("content-length")
+    """The body as a JSON object, or a 400/413 that says what is wrong. Read from the ASGI channel
+    itself (Starlette's `Request.stream()` adds a generator and a copy per request)."""
+    length = headers_of(request).get("content-length")
     if length and length.isdigit() and int(length) > max_bytes:
         raise PayloadTooLarge(f"request body is {length} bytes; the limit is {max_bytes}", code="request_too_large")
     chunks = []
     size = 0
-    async for chunk in request.stream():
+    receive = request.receive
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > max_bytes:
             raise PayloadTooLarge(f"request body exceeds the limit of {max_bytes} bytes", code="request_too_large")
         chunks.append(chunk)
-    return decode_body(b"".join(chunks))
+        if not message.get("more_body", False):
+            break
+    return decode_body(chunks[0] if len(chunks) == 1 else b"".join(chunks))
 
 
 def search_override(body: dict, headers) -> bool | None:
@@ -70,8 +92,8 @@ def search_override(body: dict, headers) -> bool | None:
 
 def client_key(request: Request) -> str:
     """Who is calling, for chain identity: the presented key (hashed later, never logged)."""
-    auth = request.headers.get("authorization", "")
-    return request.headers.get("x-api-key") or auth.removeprefix("Bearer ").strip()
+    h = headers_of(request)
+    return h.get("x-api-key") or h.get("authorization", "").removeprefix("Bearer ").strip()
 
 
 TRACE_SCOPE_KEY = "searchhub.trace"  # the request's Trace, put into the ASGI scope by the middleware
@@ -83,14 +105,15 @@ def options(request: Request, body: dict) -> Options:
         trace.stream = body.get("stream") is True
         trace.model = body.get("model") if isinstance(body.get("model"), str) else None
     key, bill = caller(request)
+    h = headers_of(request)
     return Options(
-        force_search=search_override(body, request.headers),
-        chain_id=request.headers.get("x-searchhub-chain") or None,
+        force_search=search_override(body, h),
+        chain_id=h.get("x-searchhub-chain") or None,
         client_key=client_key(request),
         trace=trace,
         key=key,
         bill=bill,
-        client_agent=request.headers.get("user-agent", ""),
+        client_agent=h.get("user-agent", ""),
     )
 
 
@@ -167,12 +190,18 @@ def openai_stream_error(exc: Exception) -> bytes:
                                           "code": err.code}}) + b"\n\n"
 
 
+WATCH_AFTER_S = 0.05
+
+
 async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
     """Run work in this task, cancelling it (and so the upstream call) if the client goes away
-    first. One watcher task per request, not two: the work itself runs in the handler's task."""
+    first. The work runs in the handler's task; a watcher task joins it only once the work has run
+    WATCH_AFTER_S: an answer that is back sooner (a cache, a fast backend) costs no task, and a
+    client that hangs up on a long generation stops it at most that much later."""
     me = asyncio.current_task()
     assert me is not None
     receive = request.receive
+    watcher: list[asyncio.Task] = []
 
     async def watch() -> None:
         while True:
@@ -181,8 +210,10 @@ async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
                 me.cancel()
                 return
 
-    watcher = asyncio.ensure_future(watch())
+    timer = asyncio.get_running_loop().call_later(WATCH_AFTER_S, lambda: watcher.append(asyncio.ensure_future(watch())))
     try:
         return await work
     finally:
-        watcher.cancel()
+        timer.cancel()
+        if watcher:
+            watcher[0].cancel()

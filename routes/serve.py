@@ -12,7 +12,7 @@ import tempfile
 from hub import cli
 from hub import config as cfgmod
 from hub.logctx import RequestContextFilter
-from hub.logformat import JsonFormatter, TextFormatter, install, wants_text
+from hub.logformat import JsonFormatter, LineHandler, TextFormatter, install, wants_text
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus-client when hub.metrics is imported
 
@@ -28,7 +28,7 @@ def setup_logging(level: str, log_format: str | None = None) -> None:
     # every record (the logging module's own documented optimizations).
     logging._srcfile = None
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
-    handler = logging.StreamHandler(sys.stderr)
+    handler = LineHandler(sys.stderr)
     handler.setFormatter(TextFormatter() if wants_text(log_format, sys.stderr) else JsonFormatter())
     handler.addFilter(RequestContextFilter())
     install(handler)
