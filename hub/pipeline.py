@@ -28,7 +28,7 @@ from .logctx import chain_id_var
 from .loop import LoopState, run_round
 from .presearch import search_call, search_query, with_results
 from .protocols.chat_request import CONTEXT_COUNTS, search_options
-from .relay import relay_chunks, relay_sse
+from .relay import Frames, relay_chunks, relay_sse
 from .router import Router
 from .settings import Config, Limits, Provider, Target
 from .side_requests import ClientTools, classify_side
@@ -450,7 +450,7 @@ class Pipeline:
 
     # ------------------------------------------------------------ streaming
 
-    async def stream(self, body: dict, opts: Options) -> AsyncIterator:
+    async def stream(self, body: dict, opts: Options) -> AsyncIterator | Frames:
         """Opens the first upstream stream (up to its first content) before returning, so routing
         errors and targets that all fail surface as HTTP errors."""
         routing = await self.routing(body, opts)
@@ -471,7 +471,7 @@ class Pipeline:
             prompt = usages.prompt_tokens(plan.body.get("messages"), plan.body.get("tools"))
             if opts.frames:
                 want = bool((plan.body.get("stream_options") or {}).get("include_usage"))
-                return relay_sse(it, target, prompt=prompt, want_usage=want)
+                return Frames(relay_sse(it, target, prompt=prompt, want_usage=want))
             return relay_chunks(it, target, prompt=prompt)
         turn = self.turn(routing, target.provider, turns, stream=True)
         turn.served_to(target)

@@ -15,6 +15,16 @@ _encode = msgspec.json.encode
 DONE = b"data: [DONE]\n\n"
 
 
+class Frames:
+    """A plain relay's answer for a client that takes chat SSE: the framed bytes of each upstream
+    read (`[DONE]` included when it ends), which the encoder writes as they are."""
+
+    __slots__ = ("it",)
+
+    def __init__(self, it: AsyncIterator[bytes]) -> None:
+        self.it = it
+
+
 def plain(data: bytes) -> bool:
     """A chunk the normalizer would leave as it is: text or usage only, no role, tools, reasoning
     or finish. Checked on the bytes, so most of a stream is relayed without decoding."""

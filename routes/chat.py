@@ -7,14 +7,15 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from hub.events import Keepalive, ToolStarted
 from hub.protocols.chat_request import validate_chat
-from hub.relay import DONE
+from hub.relay import DONE, Frames
 
 from .common import (
+    EventStream,
     cancel_on_disconnect,
     expected_error,
     openai_error,
@@ -39,15 +40,40 @@ async def chat_completions(request: Request) -> Response:
         opts.frames = True  # encode_stream takes pre-framed relay bytes
         if stream:
             items = await rt.pipeline.stream(body, opts)
+            if isinstance(items, Frames):  # a plain relay: its bytes go out as they are
+                return RelayStream(items.it, headers=SSE_HEADERS)
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(encode_stream(items, include_usage), media_type="text/event-stream",
-                                     headers=SSE_HEADERS)
+            return EventStream(encode_stream(items, include_usage), headers=SSE_HEADERS)
         outcome = await cancel_on_disconnect(request, rt.pipeline.complete(body, opts))
         return Response(_encode(outcome.response), media_type="application/json")
     except Exception as e:  # every failure answers in OpenAI's error shape
         if not expected_error(e):
             log.exception("chat completion failed")
         return openai_error(e)
+
+
+class RelayStream(EventStream):
+    """A plain relay's frames written as they come (encode_stream's rules for `bytes` items, without
+    its generator in between: one layer less on every chunk)."""
+
+    async def _pump(self, send) -> None:
+        try:
+            async for frames in self.chunks:
+                await send({"type": "http.response.body", "body": frames, "more_body": True})
+                if frames.endswith(DONE):
+                    return
+        except Exception as e:
+            await send({"type": "http.response.body", "body": _stream_failed(e), "more_body": True})
+            return
+        await send({"type": "http.response.body", "body": DONE, "more_body": True})
+
+
+def _stream_failed(e: Exception) -> bytes:
+    if not expected_error(e):
+        log.exception("stream failed")
+    else:
+        log.warning("stream broke: %s", e)
+    return openai_stream_error(e)
 
 
 async def encode_stream(items: AsyncGenerator, include_usage: bool) -> AsyncIterator[bytes]:
@@ -68,11 +94,7 @@ async def encode_stream(items: AsyncGenerator, include_usage: bool) -> AsyncIter
             elif isinstance(item, ToolStarted):  # chat has no event for it: a comment says work began
                 yield b": " + item.call.HOSTED.anthropic_name.encode() + b" started\n\n"
     except Exception as e:
-        if not expected_error(e):
-            log.exception("stream failed")
-        else:
-            log.warning("stream broke: %s", e)
-        yield openai_stream_error(e)
+        yield _stream_failed(e)
         return
     finally:
         await items.aclose()

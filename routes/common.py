@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import TypeVar
 
 import msgspec
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
 
 from hub.backends.http import UpstreamError
 from hub.dispatch import AllTargetsFailed
@@ -193,27 +194,76 @@ def openai_stream_error(exc: Exception) -> bytes:
 WATCH_AFTER_S = 0.05
 
 
-async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """Run work in this task, cancelling it (and so the upstream call) if the client goes away
-    first. The work runs in the handler's task; a watcher task joins it only once the work has run
-    WATCH_AFTER_S: an answer that is back sooner (a cache, a fast backend) costs no task, and a
-    client that hangs up on a long generation stops it at most that much later."""
+class ClientGone(GatewayError):
+    """The client hung up while its request was being answered (nginx's 499)."""
+
+    def __init__(self) -> None:
+        super().__init__("the client closed the connection", status=499, type="client_closed", code="client_closed")
+
+
+async def until_disconnect(receive: Receive, work: Awaitable[T]) -> T:
+    """Run work in this task; if the client goes away first, cancel it (and so the upstream call or
+    stream) and raise ClientGone. The watcher task joins only once the work has run WATCH_AFTER_S:
+    work done sooner (a cache, a fast backend, a short stream) costs no task, and a client that
+    hangs up on a long generation stops it at most that much later."""
     me = asyncio.current_task()
     assert me is not None
-    receive = request.receive
+    gone = False
     watcher: list[asyncio.Task] = []
 
     async def watch() -> None:
+        nonlocal gone
         while True:
             msg = await receive()
             if msg["type"] == "http.disconnect":
+                gone = True
                 me.cancel()
                 return
 
     timer = asyncio.get_running_loop().call_later(WATCH_AFTER_S, lambda: watcher.append(asyncio.ensure_future(watch())))
     try:
         return await work
+    except asyncio.CancelledError:
+        if gone and me.uncancel() == 0:  # our own cancellation, nobody else's
+            raise ClientGone() from None
+        raise
     finally:
         timer.cancel()
         if watcher:
             watcher[0].cancel()
+
+
+async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
+    return await until_disconnect(request.receive, work)
+
+
+class EventStream(Response):
+    """A `text/event-stream` answer, each item of `chunks` written as it comes. A client that goes
+    away stops it, which closes `chunks` (and with them the upstream stream). Starlette's
+    StreamingResponse does the same with a task group and two tasks per stream; this runs in the
+    request's task, with a watcher only for streams that last (until_disconnect)."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, chunks: AsyncIterator[bytes], headers: Mapping[str, str] | None = None,
+                 status_code: int = 200) -> None:
+        self.chunks = chunks
+        self.status_code = status_code
+        self.background = None
+        self.init_headers(headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        try:
+            await until_disconnect(receive, self._pump(send))
+        except ClientGone:
+            return
+        finally:
+            aclose = getattr(self.chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _pump(self, send: Send) -> None:
+        async for chunk in self.chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from hub import aliases
@@ -36,6 +36,7 @@ from hub.runtime import Runtime
 from hub.tools.search_execution import SearchExecution
 
 from .common import (
+    EventStream,
     as_gateway_error,
     cancel_on_disconnect,
     expected_error,
@@ -139,10 +140,10 @@ def _json(message: dict) -> Response:
     return Response(_encode(message), media_type="application/json", headers={"request-id": request_id_var.get()})
 
 
-def _sse(items: AsyncGenerator, ctx: MessagesContext, input_tokens: int) -> StreamingResponse:
+def _sse(items: AsyncGenerator, ctx: MessagesContext, input_tokens: int) -> EventStream:
     encoder = MessagesStream(ctx, input_tokens=input_tokens)
-    return StreamingResponse(_encode_stream(items, encoder), media_type="text/event-stream",
-                             headers={**SSE_HEADERS, "request-id": request_id_var.get()})
+    return EventStream(_encode_stream(items, encoder),
+                       headers={**SSE_HEADERS, "request-id": request_id_var.get()})
 
 
 async def _encode_stream(items: AsyncGenerator, encoder: MessagesStream) -> AsyncIterator[bytes]:
@@ -197,8 +198,8 @@ async def _passthrough(request: Request, rt: Runtime, body: dict, resolution: Re
         raise
     if isinstance(result, dict):
         return _json(result)
-    return StreamingResponse(result, media_type="text/event-stream",
-                             headers={**SSE_HEADERS, "request-id": request_id_var.get()})
+    return EventStream(result,
+                       headers={**SSE_HEADERS, "request-id": request_id_var.get()})
 
 
 async def _routed(request: Request, rt: Runtime, body: dict, path: str) -> tuple[str, Response | None]:

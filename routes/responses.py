@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 import msgspec
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from hub import stored_responses
@@ -31,6 +31,7 @@ from hub.router import Resolution
 from hub.runtime import Runtime
 
 from .common import (
+    EventStream,
     as_gateway_error,
     cancel_on_disconnect,
     expected_error,
@@ -67,7 +68,7 @@ async def _passthrough(rt: Runtime, body: dict, resolution: Resolution) -> Respo
     result = await passthrough.forward(rt.client, rt.dispatcher, resolution, body, fwd)
     if isinstance(result, dict):
         return _json(result)
-    return StreamingResponse(result, media_type="text/event-stream", headers=SSE_HEADERS)
+    return EventStream(result, headers=SSE_HEADERS)
 
 
 # --- endpoints ---------------------------------------------------------------------------------------
@@ -110,7 +111,7 @@ async def create_response(request: Request) -> Response:
             opts.force_call = True
         if ctx.stream:
             items = await rt.pipeline.stream(chat, opts)
-            return StreamingResponse(_events(rt, ctx, items), media_type="text/event-stream", headers=SSE_HEADERS)
+            return EventStream(_events(rt, ctx, items), headers=SSE_HEADERS)
         outcome = await cancel_on_disconnect(request, rt.pipeline.complete(chat, opts))
         response = from_chat(outcome, ctx, response_id=new_id("resp"))
         if ctx.store:
