@@ -41,13 +41,14 @@ class _Body(httpx.AsyncByteStream):
             async for chunk in self._resp.content.iter_any():
                 yield chunk
         except Exception as e:
-            raise _mapped(e) from e
+            raise mapped_error(e) from e
 
     async def aclose(self) -> None:
         self._resp.release()
 
 
-def _mapped(e: Exception) -> Exception:
+def mapped_error(e: Exception) -> Exception:
+    """aiohttp's exception as the httpx one the callers handle (the one place this mapping lives)."""
     if isinstance(e, aiohttp.ConnectionTimeoutError):
         return httpx.ConnectTimeout(str(e) or "connect timeout")
     if isinstance(e, aiohttp.ClientConnectorError):
@@ -215,7 +216,7 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
                 skip_auto_headers=("user-agent",), **proxy,
             )
         except Exception as e:
-            raise _mapped(e) from e
+            raise mapped_error(e) from e
         return httpx.Response(resp.status, headers=resp.raw_headers, stream=_Body(resp), extensions=dict(_HTTP11),
                               request=request)
 
@@ -238,19 +239,21 @@ class UpstreamClient(httpx.AsyncClient):
         """The environment's proxy settings this client was made with."""
         return self.direct.proxies
 
-    async def request_direct(self, url: str, data: bytes, headers: dict[str, str], timeout: aiohttp.ClientTimeout,
-                             proxy: str | None = None) -> aiohttp.ClientResponse:
-        """POST on the transport's session (or its proxy's), without httpx objects; aiohttp's own
-        exceptions propagate (mapped to ours in hub/backends/http.py)."""
+    async def request_direct(self, url: str | URL, data: bytes | None, headers: dict[str, str],
+                             timeout: aiohttp.ClientTimeout, proxy: str | None = None,
+                             method: str = "POST") -> aiohttp.ClientResponse:
+        """A request on the transport's session (or its proxy's), without httpx objects; aiohttp's
+        own exceptions propagate (mapped to ours in hub/backends/http.py and by `mapped_error`). A
+        `str` URL is parsed once and kept (the model endpoints); pass a `URL` for one-off URLs."""
         t = self.direct
-        u = t._url(url)
+        u = t._url(url) if isinstance(url, str) else url
         if proxy is None and not t._env_proxies:  # the common case: no proxy anywhere
             session, via = t._get_session(), {}
         else:
             items = list(headers.items())
             session, via = t._via(u, proxy, items)
             headers = dict(items)
-        return await session.request("POST", u, data=data, headers=headers, timeout=timeout,
+        return await session.request(method, u, data=data, headers=headers, timeout=timeout,
                                      allow_redirects=False, skip_auto_headers=("user-agent",), **via)
 
     async def send_direct(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
@@ -286,7 +289,7 @@ class Streamed:
             async for chunk in self.raw.content.iter_any():
                 yield chunk
         except Exception as e:
-            raise _mapped(e) from e
+            raise mapped_error(e) from e
 
     aiter_bytes = aiter_raw  # the session decompresses already
 

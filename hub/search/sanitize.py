@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import msgspec
 
@@ -31,6 +31,7 @@ _INVISIBLE = re.compile(
     "\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]"
 )
 _SPACE = re.compile(r"\s+")
+_ANY_SPACE = re.compile(r"\s")
 _INLINE_SPACE = re.compile(r"[^\S\n]+")
 _LINE_EDGES = re.compile(r" ?\n ?")
 _BLANK_LINES = re.compile(r"\n{3,}")
@@ -77,10 +78,17 @@ def clean_query(value: Any, cap: int = MAX_QUERY_CHARS) -> str:
 
 def clean_url(value: Any) -> str | None:
     """The URL if it is an absolute http(s) URL with a host, else None."""
+    checked = _checked_url(value)
+    return checked[0] if checked else None
+
+
+def _checked_url(value: Any) -> tuple[str, SplitResult, str] | None:
+    """(url, its parts, its host) for an absolute http(s) URL with a host (split once: a search
+    round checks every hit's URL)."""
     if not isinstance(value, str):
         return None
     url = value.strip()
-    if not url or len(url) > URL_CAP or _INVISIBLE.search(url) or any(c.isspace() for c in url):
+    if not url or len(url) > URL_CAP or _INVISIBLE.search(url) or _ANY_SPACE.search(url):
         return None
     try:
         parts = urlsplit(url)
@@ -89,7 +97,7 @@ def clean_url(value: Any) -> str | None:
         return None
     if parts.scheme.lower() not in ("http", "https") or not host:
         return None
-    return url
+    return url, parts, host
 
 
 def host_of(url: str) -> str:
@@ -117,8 +125,8 @@ def domain_matches(host: str, domains: Iterable[str]) -> bool:
     return any(host == d or host.endswith("." + d) for d in domains)
 
 
-def dedup_key(url: str) -> tuple[str, str, str]:
-    parts = urlsplit(url)
+def dedup_key(url: str, parts: SplitResult | None = None) -> tuple[str, str, str]:
+    parts = parts or urlsplit(url)
     host = (parts.hostname or "").lower().removeprefix("www.")
     return host, parts.path.rstrip("/") or "/", parts.query
 
@@ -139,15 +147,16 @@ def bound(
             known_refs.add(ref)
         if len(hits) >= req.count:
             continue
-        url = clean_url(raw.url)
-        if url is None:
+        checked = _checked_url(raw.url)
+        if checked is None:
             continue
-        host = host_of(url)
+        url, parts, host = checked
+        host = host.rstrip(".")  # hostname is lower-case already (host_of's rules)
         if req.allowed_domains and not domain_matches(host, req.allowed_domains):
             continue
         if req.blocked_domains and domain_matches(host, req.blocked_domains):
             continue
-        key = dedup_key(url)
+        key = dedup_key(url, parts)
         if key in seen:
             continue
         seen.add(key)
