@@ -17,7 +17,7 @@ from .backends import openai_compat
 from .backends.http import UpstreamError
 from .router import Router
 from .settings import Provider, Target
-from .stream_watch import Opened, first_content, watched_batches, watched_chunks
+from .stream_watch import Opened, Watched, first_content, watched_chunks
 from .trace import Trace
 
 log = logging.getLogger("searchhub.dispatch")
@@ -162,8 +162,8 @@ class Dispatcher:
         def release() -> None:
             self.gate.leave(provider)
 
-        if _for(raw, target):
-            return watched_batches(opened, release=release), target
+        if _for(raw, target):  # the relay reads it with the watch's rules itself (hub/relay.py)
+            return Watched(opened, release), target
         return watched_chunks(opened, release=release), target
 
     async def held(self, it: AsyncIterator[T], target: Target) -> AsyncIterator[T]:

@@ -10,6 +10,7 @@ from . import usage as usages
 from .backends.normalize import StreamNormalizer
 from .backends.openai_compat import decode_chunk
 from .settings import Target
+from .stream_watch import Watched, finished, unfinished
 
 _encode = msgspec.json.encode
 DONE = b"data: [DONE]\n\n"
@@ -37,57 +38,77 @@ def _has_usage(data: bytes) -> bool:
     return b'"usage":{' in data or b'"usage": {' in data
 
 
-async def relay_sse(it: AsyncIterator[list[bytes]], target: Target, *, prompt: int = 0,
+async def relay_sse(stream: Watched, target: Target, *, prompt: int = 0,
                     want_usage: bool = False) -> AsyncIterator[bytes]:
     """Chat-to-chat relay: each network read of the upstream becomes one write to the client. The
     upstream's `[DONE]` goes out framed, in the write of the chunks that came with it (the encoder
     then stops); a stream that ends without one gets it from the encoder. When the client asked for
-    usage and the backend sent none, an estimate comes before the end (hub/usage.py)."""
+    usage and the backend sent none, an estimate comes before the end (hub/usage.py).
+
+    Reads the opened stream itself, with the watch's rules (hub/stream_watch.py: ends at `[DONE]`;
+    ending without it and without a finish reason raises), rather than through `watched_batches`:
+    one generator less on every chunk of the most common stream."""
     normalizer = StreamNormalizer()
-    first = True
-    base: dict = {}
-    chunks = 0
-    seen_usage = False
+    provider = target.provider
+    state = {"first": True, "base": {}, "chunks": 0, "usage": False, "done": False}
 
     def estimated() -> list[bytes]:
-        if not want_usage or seen_usage or not chunks or not target.provider.quirks.estimate_usage:
+        if not want_usage or state["usage"] or not state["chunks"] or not provider.quirks.estimate_usage:
             return []
-        usage = usages.estimate(target.provider.id, prompt, max(chunks - 2, 1))
-        return [b"data: " + _encode({**base, "object": "chat.completion.chunk", "choices": [],
+        usage = usages.estimate(provider.id, prompt, max(state["chunks"] - 2, 1))
+        return [b"data: " + _encode({**state["base"], "object": "chat.completion.chunk", "choices": [],
                                      "usage": usage}) + b"\n\n"]
 
+    def frames(batch: list[bytes]) -> bytes:
+        out = []
+        for data in batch:
+            if data == b"[DONE]":  # the end goes out in the same write as the last chunks
+                out.extend(estimated())
+                out.append(DONE)
+                state["done"] = True
+                break  # nothing after [DONE] is relayed
+            if not data:
+                continue
+            state["chunks"] += 1
+            if not state["usage"] and _has_usage(data):
+                state["usage"] = True
+            if not state["first"] and plain(data):
+                out.append(b"data: " + data + b"\n\n")
+                continue
+            chunk = decode_chunk(data, provider)
+            if chunk is None:
+                continue
+            if state["first"]:
+                state["base"] = {k: chunk[k] for k in ("id", "created", "model") if k in chunk}
+                state["first"] = False
+            fixed = normalizer.feed(chunk)
+            if fixed is not None:
+                out.append(b"data: " + _encode(fixed) + b"\n\n")
+        return b"".join(out)
+
+    last: tuple[list[bytes], ...] = ((), ())
     try:  # try/finally rather than contextlib.aclosing: this runs once per stream on the hot path
-        async for batch in it:
-            out = []
-            for data in batch:
-                if data == b"[DONE]":  # the end goes out in the same write as the last chunks
-                    out.extend(estimated())
-                    out.append(DONE)
-                    yield b"".join(out)
-                    return  # nothing after [DONE] is relayed
-                if not data:
-                    continue
-                chunks += 1
-                seen_usage = seen_usage or _has_usage(data)
-                if not first and plain(data):
-                    out.append(b"data: " + data + b"\n\n")
-                    continue
-                chunk = decode_chunk(data, target.provider)
-                if chunk is None:
-                    continue
-                if first:
-                    base = {k: chunk[k] for k in ("id", "created", "model") if k in chunk}
-                first = False
-                fixed = normalizer.feed(chunk)
-                if fixed is not None:
-                    out.append(b"data: " + _encode(fixed) + b"\n\n")
+        for batch in stream.opened.head:
+            out = frames(batch)
             if out:
-                yield b"".join(out)
+                yield out
+            if state["done"]:
+                return
+            last = (last[1], batch)
+        async for batch in stream.opened.rest:
+            out = frames(batch)
+            if out:
+                yield out
+            if state["done"]:
+                return
+            last = (last[1], batch)
+        if not finished(last, provider):
+            raise unfinished()
         tail = estimated()
         if tail:
             yield b"".join(tail)
     finally:
-        await it.aclose()
+        await stream.close()
 
 
 async def relay_chunks(it: AsyncIterator[dict], target: Target | None = None, *,

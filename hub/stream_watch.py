@@ -80,7 +80,23 @@ async def first_content(batches: AsyncIterator[list[bytes]], provider: Provider)
         raise
 
 
-def _finished(batches: tuple[list[bytes], ...], provider: Provider) -> bool:
+@dataclass(slots=True)
+class Watched:
+    """An opened stream for a reader that applies the watch's rules itself (hub/relay.py
+    `relay_sse`); `close` ends it and frees its concurrency slot."""
+
+    opened: Opened
+    release: Callable[[], None] | None = None
+
+    async def close(self) -> None:
+        try:
+            await self.opened.rest.aclose()
+        finally:
+            if self.release is not None:
+                self.release()
+
+
+def finished(batches: tuple[list[bytes], ...], provider: Provider) -> bool:
     """Did these reads carry a finish reason? (Only asked of the last reads of a stream without [DONE].)"""
     for batch in batches:
         for data in batch:
@@ -113,8 +129,8 @@ async def watched_batches(opened: Opened, *, check_end: bool = True,
                 if DONE in batch:
                     return
                 prev, cur = cur, batch
-        if check_end and not _finished((prev, cur), opened.provider):
-            raise _unfinished()
+        if check_end and not finished((prev, cur), opened.provider):
+            raise unfinished()
     finally:
         if release is not None:
             release()
@@ -135,8 +151,8 @@ async def watched_chunks(opened: Opened, *, release: Callable[[], None] | None =
                             isinstance(c, dict) and c.get("finish_reason") for c in choices)
                     yield chunk
     if not finished:
-        raise _unfinished()
+        raise unfinished()
 
 
-def _unfinished() -> UpstreamError:
+def unfinished() -> UpstreamError:
     return UpstreamError("the upstream stream ended without finishing", status=502, retryable=False)
