@@ -56,16 +56,18 @@ class RelayStream(EventStream):
     """A plain relay's frames written as they come (encode_stream's rules for `bytes` items, without
     its generator in between: one layer less on every chunk)."""
 
-    async def _pump(self, send) -> None:
+    async def _pump(self, send) -> bool:
         try:
             async for frames in self.chunks:
+                if frames.endswith(DONE):  # the last write: it ends the body too
+                    await send({"type": "http.response.body", "body": frames, "more_body": False})
+                    return True
                 await send({"type": "http.response.body", "body": frames, "more_body": True})
-                if frames.endswith(DONE):
-                    return
         except Exception as e:
             await send({"type": "http.response.body", "body": _stream_failed(e), "more_body": True})
-            return
-        await send({"type": "http.response.body", "body": DONE, "more_body": True})
+            return False
+        await send({"type": "http.response.body", "body": DONE, "more_body": False})
+        return True
 
 
 def _stream_failed(e: Exception) -> bytes:

@@ -255,15 +255,18 @@ class EventStream(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         try:
-            await until_disconnect(receive, self._pump(send))
+            ended = await until_disconnect(receive, self._pump(send))
         except ClientGone:
             return
         finally:
             aclose = getattr(self.chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if not ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _pump(self, send: Send) -> None:
+    async def _pump(self, send: Send) -> bool:
+        """Write the chunks; True when the last write already ended the body."""
         async for chunk in self.chunks:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        return False
