@@ -104,8 +104,7 @@ def finished(batches: tuple[list[bytes], ...], provider: Provider) -> bool:
                 chunk = decode_chunk(data, provider) if data else None
             except UpstreamError:
                 continue
-            choices = chunk.get("choices") if chunk else None
-            if isinstance(choices, list) and any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
+            if chunk and _finishes(chunk):
                 return True
     return False
 
@@ -137,21 +136,49 @@ async def watched_batches(opened: Opened, *, check_end: bool = True,
 
 
 async def watched_chunks(opened: Opened, *, release: Callable[[], None] | None = None) -> AsyncIterator[dict]:
-    """The stream as decoded chunks; ends at `[DONE]`; raises when it ended without a finish."""
-    finished = False
-    async with aclosing(watched_batches(opened, check_end=False, release=release)) as batches:
-        async for batch in batches:
-            for data in batch:
-                if data == DONE:
-                    return
-                if data and (chunk := decode_chunk(data, opened.provider)) is not None:
-                    if not finished:
-                        choices = chunk.get("choices")
-                        finished = isinstance(choices, list) and any(
-                            isinstance(c, dict) and c.get("finish_reason") for c in choices)
-                    yield chunk
-    if not finished:
-        raise unfinished()
+    """The stream as decoded chunks; ends at `[DONE]`; raises when it ended without a finish.
+    Reads the opened stream itself (not through watched_batches: one generator less per chunk)."""
+    provider = opened.provider
+    finish = False
+    try:
+        for batch in opened.head:
+            chunks, ended = _decoded(batch, provider)
+            for chunk in chunks:
+                finish = finish or _finishes(chunk)
+                yield chunk
+            if ended:
+                return
+        async for batch in opened.rest:
+            chunks, ended = _decoded(batch, provider)
+            for chunk in chunks:
+                finish = finish or _finishes(chunk)
+                yield chunk
+            if ended:
+                return
+        if not finish:
+            raise unfinished()
+    finally:
+        try:
+            await opened.rest.aclose()
+        finally:
+            if release is not None:
+                release()
+
+
+def _decoded(batch: list[bytes], provider: Provider) -> tuple[list[dict], bool]:
+    """A read's chunks, and whether it ended the stream (`[DONE]`; nothing after it counts)."""
+    out = []
+    for data in batch:
+        if data == DONE:
+            return out, True
+        if data and (chunk := decode_chunk(data, provider)) is not None:
+            out.append(chunk)
+    return out, False
+
+
+def _finishes(chunk: dict) -> bool:
+    choices = chunk.get("choices")
+    return isinstance(choices, list) and any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
 
 
 def unfinished() -> UpstreamError:
