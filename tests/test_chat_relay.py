@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import time
 
@@ -192,22 +193,40 @@ def test_stream_cut_midway_ends_with_error_event(gateway, fake_model) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_client_disconnect_cancels_upstream(gateway, fake_model, stream) -> None:
+def test_client_disconnect_cancels_upstream(gateway, fake_model, stream, caplog) -> None:
     gw = gateway(base_config(fake_model.url))
-    reply = {"content": " ".join(["w"] * 200), "chunk_delay": 0.05} if stream else {"delay": 5, "content": "x"}
-    fake_model.script(reply)
-    body = {"model": "default", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
-    if stream:
-        with httpx.Client(timeout=5) as c, c.stream("POST", gw.url + "/v1/chat/completions", json=body) as r:
-            for _ in r.iter_bytes():
-                break  # hang up after the first bytes
-    else:
-        with pytest.raises(httpx.ReadTimeout), httpx.Client(timeout=httpx.Timeout(0.5, read=0.5)) as c:
-            c.post(gw.url + "/v1/chat/completions", json=body)
-    deadline = time.monotonic() + 5
-    while fake_model.cancelled == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    closed_before = _closed_requests(gw)
+    uvicorn_log = logging.getLogger("uvicorn")  # its own handler, not propagated: listen there too
+    uvicorn_log.addHandler(caplog.handler)
+    try:
+        reply = {"content": " ".join(["w"] * 200), "chunk_delay": 0.05} if stream else {"delay": 5, "content": "x"}
+        fake_model.script(reply)
+        body = {"model": "default", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
+        if stream:
+            with httpx.Client(timeout=5) as c, c.stream("POST", gw.url + "/v1/chat/completions", json=body) as r:
+                for _ in r.iter_bytes():
+                    break  # hang up after the first bytes
+        else:
+            with pytest.raises(httpx.ReadTimeout), httpx.Client(timeout=httpx.Timeout(0.5, read=0.5)) as c:
+                c.post(gw.url + "/v1/chat/completions", json=body)
+        deadline = time.monotonic() + 5
+        while fake_model.cancelled == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+    finally:
+        uvicorn_log.removeHandler(caplog.handler)
     assert fake_model.cancelled == 1
+    # A hang-up is an outcome, not a crash: no traceback from the server, and a request that had no
+    # answer yet counts as 499 (a stream had its 200 already).
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    assert _closed_requests(gw) - closed_before == (0 if stream else 1)
+
+
+def _closed_requests(gw) -> float:
+    """searchhub_requests_total for chat completions with status 499 (metrics are per process)."""
+    prefix = 'searchhub_requests_total{endpoint="completions",status="499"} '
+    lines = [x for x in httpx.get(gw.url + "/metrics").text.splitlines() if x.startswith(prefix)]
+    return float(lines[0].removeprefix(prefix)) if lines else 0.0
 
 
 @pytest.mark.parametrize(
