@@ -105,7 +105,7 @@ class Dispatcher:
                 result = await call(target)
             except UpstreamError as e:
                 self.gate.leave(provider)
-                _latency(provider.id, "error").observe(time.perf_counter() - started)
+                metrics.child(metrics.UPSTREAM_LATENCY, provider.id, "error").observe(time.perf_counter() - started)
                 self.activity.upstream(target.key, False)
                 if trace is not None:
                     trace.tried(target.key, e.reason, e.status, time.perf_counter() - started)
@@ -123,7 +123,7 @@ class Dispatcher:
                 raise
             if not hold:
                 self.gate.leave(provider)
-            _latency(provider.id, "ok").observe(time.perf_counter() - started)
+            metrics.child(metrics.UPSTREAM_LATENCY, provider.id, "ok").observe(time.perf_counter() - started)
             self.activity.upstream(target.key, True)
             if trace is not None:
                 trace.answered(target.key, time.perf_counter() - started)
@@ -174,16 +174,3 @@ class Dispatcher:
         finally:
             self.gate.leave(target.provider)
             await it.aclose()
-
-
-_LATENCY: dict[tuple[str, str], object] = {}
-
-
-def _latency(provider: str, outcome: str):
-    """The upstream latency histogram's child, looked up once per (provider, outcome)."""
-    child = _LATENCY.get((provider, outcome))
-    if child is None:
-        child = metrics.UPSTREAM_LATENCY.labels(provider, outcome)
-        if len(_LATENCY) < 1024:
-            _LATENCY[(provider, outcome)] = child
-    return child

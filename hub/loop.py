@@ -131,7 +131,11 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
 
     errors = bad_arguments  # a call the model cannot even phrase fails like a search that fails
     if jobs:
-        elapsed = await asyncio.gather(*(_timed(tool.run(call, state.request)) for _, tool, call in jobs))
+        if len(jobs) == 1:  # the common round: no task to schedule (and no loop turn to wait for)
+            _, tool, call = jobs[0]
+            elapsed = [await _timed(tool.run(call, state.request))]
+        else:
+            elapsed = await asyncio.gather(*(_timed(tool.run(call, state.request)) for _, tool, call in jobs))
         for (i, tool, call), seconds in zip(jobs, elapsed, strict=True):
             shown[i] = call
             if state.trace is not None:

@@ -316,8 +316,8 @@ class Pipeline:
         if decision.by_intent and decision.intent is not None and not routing.counted:
             routing.counted = True
             intent = decision.intent
-            metrics.INTENT_DECISIONS.labels(intent.language or "none", intent.rule or "none",
-                                            "search" if intent.search else "no").inc()
+            metrics.child(metrics.INTENT_DECISIONS, intent.language or "none", intent.rule or "none",
+                          "search" if intent.search else "no").inc()
         plan.decision = decision
         plan.body = self._inject(plan, body, messages, decision, opts, provider.id) if decision.inject else (
             body if messages is body["messages"] else {**body, "messages": messages})
@@ -348,8 +348,8 @@ class Pipeline:
             else:
                 trace.decided(plan.decision, plan.limits.inject_policy)
         if not plan.relay:
-            metrics.WEB_SEARCH_INJECTIONS.labels(target.provider.type).inc()
-            metrics.SEARCH_MODE.labels("tool" if plan.mode == "tool" else "presearch").inc()
+            metrics.child(metrics.WEB_SEARCH_INJECTIONS, target.provider.type).inc()
+            metrics.child(metrics.SEARCH_MODE, "tool" if plan.mode == "tool" else "presearch").inc()
         return plan
 
     def _inject(self, plan: Plan, body: dict, messages: list[dict], decision: Decision, opts: Options,

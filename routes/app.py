@@ -100,10 +100,9 @@ class GatewayMiddleware:
         finally:
             if path.startswith("/v1/") or path.startswith("/anthropic/") or path == "/mcp":
                 endpoint = path.rsplit("/", 1)[-1] if not path.startswith("/v1/responses/") else "responses/{id}"
-                counter, latency = _request_metrics(endpoint, status_box[0])
-                counter.inc()
+                metrics.child(metrics.REQUESTS, endpoint, str(status_box[0])).inc()
                 elapsed = time.perf_counter() - started
-                latency.observe(elapsed)
+                metrics.child(metrics.REQUEST_LATENCY, endpoint).observe(elapsed)
                 if access_log.logger.isEnabledFor(logging.INFO):
                     access_log.info(f"{scope['method']} {path} {status_box[0]} {elapsed * 1000:.1f} ms "
                                     f"key={key.name if key else ANONYMOUS} searches={bill.searches} "
@@ -134,7 +133,7 @@ def _start_trace(shared, scope: Scope, rid: str, path: str, key: ApiKey | None) 
         family = client_family(ua, originator)
         if len(_FAMILY_OF) < 1024:
             _FAMILY_OF[(ua, originator)] = family
-    _client_counter(family).inc()
+    metrics.child(metrics.CLIENT_REQUESTS, family).inc()
     shared.activity.request()
     if not (shared.traces.enabled or shared.telemetry.enabled):
         return None
@@ -143,16 +142,6 @@ def _start_trace(shared, scope: Scope, rid: str, path: str, key: ApiKey | None) 
                   key=key.name if key else None)
     scope[TRACE_SCOPE_KEY] = trace
     return trace
-
-
-_CLIENT_COUNTERS: dict[str, object] = {}
-
-
-def _client_counter(family: str):
-    c = _CLIENT_COUNTERS.get(family)
-    if c is None:  # families are a fixed vocabulary (hub/trace.py)
-        c = _CLIENT_COUNTERS[family] = metrics.CLIENT_REQUESTS.labels(family)
-    return c
 
 
 def error_message(body: bytes) -> str:
@@ -172,20 +161,6 @@ COST_HEADER = b"x-searchhub-search-cost"
 def _money(cost: float) -> str:
     """A cost without float noise: 0.005, 0, 1.25."""
     return f"{cost:.6f}".rstrip("0").rstrip(".") or "0"
-
-
-_METRIC_CHILDREN: dict[tuple[str, int], tuple] = {}
-
-
-def _request_metrics(endpoint: str, status: int) -> tuple:
-    """Labelled metric children, looked up once per (endpoint, status) instead of per request."""
-    key = (endpoint, status)
-    pair = _METRIC_CHILDREN.get(key)
-    if pair is None:
-        pair = (metrics.REQUESTS.labels(endpoint, str(status)), metrics.REQUEST_LATENCY.labels(endpoint))
-        if len(_METRIC_CHILDREN) < 512:
-            _METRIC_CHILDREN[key] = pair
-    return pair
 
 
 class _Headers:

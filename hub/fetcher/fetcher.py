@@ -79,8 +79,8 @@ class Fetcher:
         result, shown = await self._fetch(url, scope, use_cache)
         outcome = "ok" if result.ok else (result.error_code or "unavailable")
         elapsed = time.perf_counter() - started
-        metrics.WEB_FETCH_CALLS.labels(outcome).inc()
-        metrics.WEB_FETCH_DURATION.labels(outcome).observe(elapsed)
+        metrics.child(metrics.WEB_FETCH_CALLS, outcome).inc()
+        metrics.child(metrics.WEB_FETCH_DURATION, outcome).observe(elapsed)
         log.info("web fetch %s -> %s%s in %.0f ms", shown, outcome, " (cached)" if result.cached else "",
                  elapsed * 1000)
         return result

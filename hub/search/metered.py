@@ -56,6 +56,6 @@ class MeteredSearch:
         self.bill.searches += 1
         if result.cost > 0:
             self.bill.cost += result.cost
-            metrics.SEARCH_COST.labels(self.key_name, result.engine).inc(result.cost)
+            metrics.child(metrics.SEARCH_COST, self.key_name, result.engine).inc(result.cost)
             await self.budget.spend(self.key, result.cost)
         return result

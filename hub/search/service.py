@@ -87,8 +87,8 @@ class SearchService:
         )
         outcome = "ok" if result.ok else (result.error_code or UNAVAILABLE)
         elapsed = time.perf_counter() - started
-        metrics.WEB_SEARCH_CALLS.labels(label, outcome).inc()
-        metrics.WEB_SEARCH_DURATION.labels(label, outcome).observe(elapsed)
+        metrics.child(metrics.WEB_SEARCH_CALLS, label, outcome).inc()
+        metrics.child(metrics.WEB_SEARCH_DURATION, label, outcome).observe(elapsed)
         self.activity.search(label, result.ok, result.cached, elapsed)
         return result
 

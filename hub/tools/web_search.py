@@ -444,5 +444,5 @@ def record_selection(search: SearchService, asked: str | None, result: SearchRes
     chosen = search.resolve_engine(asked)
     if answered is not None and chosen is not None and answered.id != chosen.id:
         source = "fallback"
-    metrics.ENGINE_SELECTIONS.labels(answered.id if answered is not None else "none", source).inc()
+    metrics.child(metrics.ENGINE_SELECTIONS, answered.id if answered is not None else "none", source).inc()
     return source
