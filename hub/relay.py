@@ -88,13 +88,16 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: int = 0,
 
     last: tuple[list[bytes], ...] = ((), ())
     try:  # try/finally rather than contextlib.aclosing: this runs once per stream on the hot path
+        head = []  # the reads before the first content go out in one write
         for batch in stream.opened.head:
-            out = frames(batch)
-            if out:
-                yield out
-            if state["done"]:
-                return
+            head.append(frames(batch))
             last = (last[1], batch)
+            if state["done"]:
+                break
+        if any(head):
+            yield b"".join(head)
+        if state["done"]:
+            return
         async for batch in stream.opened.rest:
             out = frames(batch)
             if out:

@@ -139,15 +139,19 @@ async def watched_chunks(opened: Opened, *, release: Callable[[], None] | None =
     """The stream as decoded chunks; ends at `[DONE]`; raises when it ended without a finish.
     Reads the opened stream itself (not through watched_batches: one generator less per chunk)."""
     provider = opened.provider
-    finish = False
     try:
+        head: list[dict] = []  # the reads before the first content, decoded together
+        ended = False
         for batch in opened.head:
             chunks, ended = _decoded(batch, provider)
-            for chunk in chunks:
-                finish = finish or _finishes(chunk)
-                yield chunk
+            head += chunks
             if ended:
-                return
+                break
+        finish = any(map(_finishes, head))
+        for chunk in head:
+            yield chunk
+        if ended:
+            return
         async for batch in opened.rest:
             chunks, ended = _decoded(batch, provider)
             for chunk in chunks:
