@@ -1,0 +1,158 @@
+"""The gateway's own CPU per request, without an HTTP server in front: its ASGI app called directly.
+
+Starts the fake backend (bench/fake_backend.py, answering at once), builds the app from a generated
+engines.json (webSearch off, or with `--search` a SearXNG engine on the fake and injectPolicy
+"always"), and calls it like uvicorn would, request after request in one process. Reports CPU
+(`time.process_time`) and wall time per request, per round. What remains per request is the
+gateway's own work plus the aiohttp client's; uvicorn, wrk and the socket writes to the client are
+out of the picture, so a change to the gateway's code shows here with little noise.
+
+  .venv/bin/python bench/inprocess.py                      # plain relay, non-stream
+  .venv/bin/python bench/inprocess.py --stream             # 20-chunk relayed stream
+  .venv/bin/python bench/inprocess.py --search             # a search round (model, search, model)
+  .venv/bin/python bench/inprocess.py --search --idle 0.05 # each request after 50 ms idle: cold caches
+  .venv/bin/python bench/inprocess.py --profile            # then a cProfile of the gateway's functions
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import logging
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+
+from run import free_port  # noqa: E402  (bench/run.py)
+
+
+def config(fake: str, search: bool) -> dict:
+    cfg: dict = {
+        "providers": {"fake": {"type": "vllm", "baseURL": fake + "/v1"}},
+        "virtualrouter": {"routing": {"default": [{"id": "fake", "priority": 100, "targets": ["fake.m"]}]}},
+        "webSearch": {"enabled": False},
+    }
+    if search:
+        cfg["webSearch"] = {"injectPolicy": "always", "cacheTtlMs": 0,
+                            "engines": [{"id": "searxng", "type": "searxng", "baseURL": fake, "default": True}]}
+    return cfg
+
+
+def scope_for(body: bytes) -> dict:
+    headers = [(b"host", b"127.0.0.1"), (b"user-agent", b"bench"), (b"content-type", b"application/json"),
+               (b"content-length", str(len(body)).encode())]
+    return {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
+            "method": "POST", "scheme": "http", "path": "/v1/chat/completions",
+            "raw_path": b"/v1/chat/completions", "query_string": b"", "root_path": "", "headers": headers,
+            "client": ("127.0.0.1", 5), "server": ("127.0.0.1", 80), "state": {}}
+
+
+async def call(app, body: bytes) -> int:
+    """One request through the ASGI app; the status it answered."""
+    sent: list[dict] = []
+    done = asyncio.Event()
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict:
+        if pending:
+            return pending.pop()
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            done.set()
+
+    await app(scope_for(body), receive, send)
+    done.set()
+    return sent[0]["status"]
+
+
+async def measure(app, body: bytes, args) -> None:
+    for _ in range(100):  # warm up (and wait for the fake)
+        try:
+            if await call(app, body) == 200:
+                break
+        except OSError:
+            pass
+        await asyncio.sleep(0.1)
+    for r in range(args.rounds):
+        for _ in range(min(200, args.requests)):
+            await call(app, body)
+        cpu, wall, idle = time.process_time(), time.perf_counter(), 0.0
+        for _ in range(args.requests):
+            status = await call(app, body)
+            if status != 200:
+                raise SystemExit(f"the gateway answered {status}")
+            if args.idle:
+                t = time.perf_counter()
+                await asyncio.sleep(args.idle)
+                idle += time.perf_counter() - t
+        n = args.requests
+        print(f"round {r + 1}: CPU {(time.process_time() - cpu) / n * 1e6:7.1f} µs/request, "
+              f"wall {(time.perf_counter() - wall - idle) / n * 1e6:7.1f} µs/request")
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(args.requests):
+            await call(app, body)
+        prof.disable()
+        stats = pstats.Stats(prof)
+        stats.sort_stats("tottime").print_stats(30)
+        stats.sort_stats("cumulative").print_stats(r"(hub|routes)/", 40)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stream", action="store_true", help="a streamed completion (20 chunks)")
+    ap.add_argument("--search", action="store_true", help="a search round: model call, search, model call")
+    ap.add_argument("--requests", type=int, default=2000, help="requests per round")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--idle", type=float, default=0.0, help="seconds of idle after each request (cold caches)")
+    ap.add_argument("--profile", action="store_true", help="then cProfile one more round")
+    args = ap.parse_args(argv)
+
+    import uvloop
+
+    from routes.app import create_app
+    from routes.serve import setup_logging
+
+    port = free_port()
+    fake = subprocess.Popen([sys.executable, str(BENCH / "fake_backend.py"), "--port", str(port)],
+                            stdout=subprocess.DEVNULL)
+    tmp = Path(tempfile.mkdtemp(prefix="searchhub-inprocess-"))
+    try:
+        (tmp / "engines.json").write_text(json.dumps(config(f"http://127.0.0.1:{port}", args.search)))
+        setup_logging("info", "json")
+        logging.getLogger().handlers[0].setStream(open(os.devnull, "w"))  # noqa: SIM115 (for the process)
+        app = create_app(str(tmp / "engines.json"))
+        text = "search the web for topic 7 news" if args.search else "Say something short."
+        body = json.dumps({"model": "m", "stream": args.stream,
+                           "messages": [{"role": "user", "content": text}]}).encode()
+
+        async def run() -> None:
+            await app.state.gateway.start()
+            try:
+                await measure(app, body, args)
+            finally:
+                await app.state.gateway.stop()
+
+        uvloop.run(run())
+    finally:
+        fake.terminate()
+        fake.wait(5)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
