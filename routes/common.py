@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import TypeVar
 
 import msgspec
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
@@ -39,6 +39,13 @@ def new_request_id() -> str:
     return new_id("req")
 
 
+class ClientGone(GatewayError):
+    """The client hung up while its request was being answered (nginx's 499)."""
+
+    def __init__(self) -> None:
+        super().__init__("the client closed the connection", status=499, type="client_closed", code="client_closed")
+
+
 HEADERS_SCOPE_KEY = "searchhub.headers"
 
 
@@ -64,8 +71,8 @@ async def read_json(request: Request, max_bytes: int) -> dict:
     receive = request.receive
     while True:
         message = await receive()
-        if message["type"] != "http.request":
-            raise ClientDisconnect()
+        if message["type"] != "http.request":  # the client hung up before sending all of it
+            raise ClientGone()
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > max_bytes:
@@ -192,13 +199,6 @@ def openai_stream_error(exc: Exception) -> bytes:
 
 
 WATCH_AFTER_S = 0.05
-
-
-class ClientGone(GatewayError):
-    """The client hung up while its request was being answered (nginx's 499)."""
-
-    def __init__(self) -> None:
-        super().__init__("the client closed the connection", status=499, type="client_closed", code="client_closed")
 
 
 async def until_disconnect(receive: Receive, work: Awaitable[T]) -> T:

@@ -222,6 +222,25 @@ def test_client_disconnect_cancels_upstream(gateway, fake_model, stream, caplog)
     assert _closed_requests(gw) - closed_before == (0 if stream else 1)
 
 
+def test_client_that_hangs_up_mid_body_is_a_499_not_a_crash(gateway, fake_model, caplog) -> None:
+    """Headers promise 1000 bytes, 20 arrive, the connection closes: counted as 499, nothing logged
+    as an error, no model call."""
+    gw = gateway(base_config(fake_model.url))
+    closed_before = _closed_requests(gw)
+    calls_before = len(fake_model.requests)
+    host, port = gw.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                  b"content-length: 1000\r\n\r\n" + b'{"model": "default", ')
+        time.sleep(0.2)
+    deadline = time.monotonic() + 5
+    while _closed_requests(gw) == closed_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _closed_requests(gw) - closed_before == 1
+    assert len(fake_model.requests) == calls_before
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
 def _closed_requests(gw) -> float:
     """searchhub_requests_total for chat completions with status 499 (metrics are per process)."""
     prefix = 'searchhub_requests_total{endpoint="completions",status="499"} '
