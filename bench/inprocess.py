@@ -12,6 +12,8 @@ out of the picture, so a change to the gateway's code shows here with little noi
   .venv/bin/python bench/inprocess.py --search             # a search round (model, search, model)
   .venv/bin/python bench/inprocess.py --search --idle 0.05 # each request after 50 ms idle: cold caches
   .venv/bin/python bench/inprocess.py --profile            # then a cProfile of the gateway's functions
+  .venv/bin/python bench/inprocess.py --fixture ../shared/fixtures/claude-code/ws-direct-003-POST-main-final-after-tool-result-sse.json
+                                                           # a recorded client request (path, headers, body)
 """
 
 from __future__ import annotations
@@ -47,20 +49,37 @@ def config(fake: str, search: bool) -> dict:
     return cfg
 
 
-def scope_for(body: bytes) -> dict:
-    headers = [(b"host", b"127.0.0.1"), (b"user-agent", b"bench"), (b"content-type", b"application/json"),
-               (b"content-length", str(len(body)).encode())]
+class Request:
+    """What to send: a path, headers and a body."""
+
+    def __init__(self, body: bytes, path: str = "/v1/chat/completions",
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        self.body, self.path = body, path
+        base = headers or [(b"host", b"127.0.0.1"), (b"user-agent", b"bench"), (b"content-type", b"application/json")]
+        self.headers = [(k, v) for k, v in base if k != b"content-length"] + [
+            (b"content-length", str(len(body)).encode())]
+
+    @classmethod
+    def recorded(cls, path: Path) -> Request:
+        """A request from a fixture file ({"request": {"path", "headers": [[name, value]], "body"}})."""
+        req = json.loads(path.read_text())["request"]
+        skip = {"authorization", "x-api-key", "content-length", "transfer-encoding"}
+        headers = [(k.lower().encode(), str(v).encode()) for k, v in req["headers"] if k.lower() not in skip]
+        return cls(json.dumps(req["body"]).encode(), req["path"], headers)
+
+
+def scope_for(req: Request) -> dict:
     return {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
-            "method": "POST", "scheme": "http", "path": "/v1/chat/completions",
-            "raw_path": b"/v1/chat/completions", "query_string": b"", "root_path": "", "headers": headers,
+            "method": "POST", "scheme": "http", "path": req.path, "raw_path": req.path.encode(),
+            "query_string": b"", "root_path": "", "headers": req.headers,
             "client": ("127.0.0.1", 5), "server": ("127.0.0.1", 80), "state": {}}
 
 
-async def call(app, body: bytes) -> int:
+async def call(app, req: Request) -> int:
     """One request through the ASGI app; the status it answered."""
     sent: list[dict] = []
     done = asyncio.Event()
-    pending = [{"type": "http.request", "body": body, "more_body": False}]
+    pending = [{"type": "http.request", "body": req.body, "more_body": False}]
 
     async def receive() -> dict:
         if pending:
@@ -73,12 +92,12 @@ async def call(app, body: bytes) -> int:
         if message["type"] == "http.response.body" and not message.get("more_body"):
             done.set()
 
-    await app(scope_for(body), receive, send)
+    await app(scope_for(req), receive, send)
     done.set()
     return sent[0]["status"]
 
 
-async def measure(app, body: bytes, args) -> None:
+async def measure(app, body: Request, args) -> None:
     for _ in range(100):  # warm up (and wait for the fake)
         try:
             if await call(app, body) == 200:
@@ -120,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--idle", type=float, default=0.0, help="seconds of idle after each request (cold caches)")
     ap.add_argument("--profile", action="store_true", help="then cProfile one more round")
+    ap.add_argument("--fixture", type=Path, help="replay this recorded request (its path, headers and body)")
     args = ap.parse_args(argv)
 
     import uvloop
@@ -137,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger().handlers[0].setStream(open(os.devnull, "w"))  # noqa: SIM115 (for the process)
         app = create_app(str(tmp / "engines.json"))
         text = "search the web for topic 7 news" if args.search else "Say something short."
-        body = json.dumps({"model": "m", "stream": args.stream,
-                           "messages": [{"role": "user", "content": text}]}).encode()
+        body = Request.recorded(args.fixture) if args.fixture else Request(json.dumps(
+            {"model": "m", "stream": args.stream, "messages": [{"role": "user", "content": text}]}).encode())
 
         async def run() -> None:
             await app.state.gateway.start()
