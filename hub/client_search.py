@@ -45,10 +45,23 @@ def name_words(name: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(name)]
 
 
+_VERDICTS: dict[tuple[str, str | None], bool] = {}  # clients send the same tools on every request
+
+
 def is_web_search_tool(name: object, description: object = None) -> bool:
     """True when a client tool with this name (and description) searches the web."""
     if not isinstance(name, str) or not name:
         return False
+    head = description[:_DESCRIPTION_HEAD] if isinstance(description, str) else None
+    verdict = _VERDICTS.get((name, head))
+    if verdict is None:
+        verdict = _judged(name, head)
+        if len(_VERDICTS) < 4096:
+            _VERDICTS[(name, head)] = verdict
+    return verdict
+
+
+def _judged(name: str, description: str | None) -> bool:
     words = name_words(name)
     if not words:
         return False
@@ -61,7 +74,7 @@ def is_web_search_tool(name: object, description: object = None) -> bool:
         return True
     if joined.startswith(("websearch", "googlesearch", "internetsearch")):
         return True
-    return isinstance(description, str) and _DESCRIPTION.search(description[:_DESCRIPTION_HEAD]) is not None
+    return description is not None and _DESCRIPTION.search(description) is not None
 
 
 def tool_identity(tool: object) -> tuple[object, object]:

@@ -135,7 +135,7 @@ def shape_of(body: dict) -> Shape:
     messages = body.get("messages")
     messages = messages if isinstance(messages, list) else []
     system: list[str] = []
-    last_user = ""
+    last_user: dict | None = None
     for m in messages:
         if not isinstance(m, dict):
             continue
@@ -144,7 +144,7 @@ def shape_of(body: dict) -> Shape:
             blocks = text_of(m.get("content"), any_part=True).split("\n\n")
             system += [block[:_HEAD] for block in blocks if block.strip()][:8]
         elif m.get("role") == "user":
-            last_user = text_of(m.get("content"), any_part=True)
+            last_user = m  # only the last one's text is read (a history's tool results can be long)
     max_tokens = next((v for k in ("max_tokens", "max_completion_tokens")
                        if isinstance(v := body.get(k), int) and not isinstance(v, bool)), None)
     fmt = body.get("response_format")
@@ -152,8 +152,9 @@ def shape_of(body: dict) -> Shape:
         else None
     tools = body.get("tools")
     model = body.get("model")
+    user_text = text_of(last_user.get("content"), any_part=True) if last_user is not None else ""
     return Shape(model=model if isinstance(model, str) else "", system="\n\n".join(system),
-                 last_user=last_user[:_HEAD], has_tools=isinstance(tools, list) and bool(tools),
+                 last_user=user_text[:_HEAD], has_tools=isinstance(tools, list) and bool(tools),
                  max_tokens=max_tokens, structured=structured)
 
 
@@ -166,9 +167,9 @@ def classify_side(body: dict, *, rules: Iterable[SideRule] = (), client_uses_too
             return SideDecision(rule.side, f"operator:{rule.name}", f"operator rule '{rule.name}' says {what}")
     if shape.structured and not shape.has_tools:
         return SideDecision(True, "structured-output", f"structured output ({shape.structured}) with no tools")
-    m = _TASK.search(shape.system)
-    if m is not None:
-        return SideDecision(True, "task-prompt", f'system prompt asks for a utility task: "{_clip(m.group(0))}"')
+    task = system_task(shape.system)
+    if task is not None:
+        return SideDecision(True, "task-prompt", f'system prompt asks for a utility task: "{_clip(task)}"')
     m = _USER_TASK.search(shape.last_user)
     if m is not None:
         return SideDecision(True, "task-prompt", f'user prompt is a utility task: "{_clip(m.group(0))}"')
@@ -177,6 +178,21 @@ def classify_side(body: dict, *, rules: Iterable[SideRule] = (), client_uses_too
         return SideDecision(True, "tool-less-short",
                             f"no tools (this client's other requests carry them) and max_tokens={shape.max_tokens}")
     return SideDecision(False, None, "no side-request signal")
+
+
+_SYSTEM_TASKS: dict[str, str | None] = {}  # a client sends the same system prompt on every request
+
+
+def system_task(system: str) -> str | None:
+    """The utility task a system prompt asks for (the words that say so), or None; each distinct
+    prompt is searched once (the pattern costs tens of µs on a long prompt)."""
+    if system in _SYSTEM_TASKS:
+        return _SYSTEM_TASKS[system]
+    m = _TASK.search(system)
+    task = m.group(0) if m is not None else None
+    if len(_SYSTEM_TASKS) < 256:
+        _SYSTEM_TASKS[system] = task
+    return task
 
 
 def _clip(text: str) -> str:

@@ -312,3 +312,33 @@ def test_classify_request_bad_input() -> None:
     assert out.returncode == 1 and "searchhub classify:" in out.stderr and "Traceback" not in out.stderr
     out = cli("classify", "--request", "-", stdin='{"model": "m", "messages": [{"role": 1}]}', )
     assert "Traceback" not in out.stderr
+
+
+ROLES = st.sampled_from(["system", "developer", "user", "assistant", "tool"])
+MESSAGE = st.one_of(
+    st.fixed_dictionaries({"role": ROLES, "content": st.text(max_size=30)}),
+    st.fixed_dictionaries({"role": ROLES, "content": st.lists(
+        st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=20)}), max_size=3)}),
+    st.integers(),
+)
+
+
+@given(st.lists(MESSAGE, max_size=8))
+def test_shape_reads_the_last_user_message(messages: list) -> None:
+    from hub.coerce import text_of
+    from hub.side_requests import shape_of
+
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    want = text_of(users[-1]["content"], any_part=True)[:600] if users else ""
+    assert shape_of({"messages": messages}).last_user == want
+
+
+@given(st.sampled_from(["Generate a concise title for this conversation.", "You are a coding agent.",
+                        "Summarize the conversation so far in two lines."]), st.integers(0, 2))
+def test_a_system_prompt_gets_the_same_decision_every_time(system: str, extra: int) -> None:
+    """The verdict on a system prompt is kept per prompt: later requests decide the same as the first."""
+    body = {"model": "m", "messages": [{"role": "system", "content": system},
+                                       {"role": "user", "content": "hi " * extra}]}
+    first = classify_side(body)
+    assert classify_side(copy.deepcopy(body)) == first
+    assert first.side == (not system.startswith("You are"))
