@@ -468,7 +468,9 @@ class Pipeline:
                                                   trace=opts.trace, server_tools=self.tools.names)
         plan = self.committed(routing, target, opts.trace)
         if plan.relay:
-            prompt = usages.prompt_tokens(plan.body.get("messages"), plan.body.get("tools"))
+            def prompt() -> int:  # only a stream the backend reports no usage for needs it
+                return usages.prompt_tokens(plan.body.get("messages"), plan.body.get("tools"))
+
             if opts.frames:
                 want = bool((plan.body.get("stream_options") or {}).get("include_usage"))
                 return Frames(relay_sse(it, target, prompt=prompt, want_usage=want))

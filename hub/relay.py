@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import msgspec
 
@@ -38,7 +38,7 @@ def _has_usage(data: bytes) -> bool:
     return b'"usage":{' in data or b'"usage": {' in data
 
 
-async def relay_sse(stream: Watched, target: Target, *, prompt: int = 0,
+async def relay_sse(stream: Watched, target: Target, *, prompt: Callable[[], int] = lambda: 0,
                     want_usage: bool = False) -> AsyncIterator[bytes]:
     """Chat-to-chat relay: each network read of the upstream becomes one write to the client. The
     upstream's `[DONE]` goes out framed, in the write of the chunks that came with it (the encoder
@@ -55,7 +55,7 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: int = 0,
     def estimated() -> list[bytes]:
         if not want_usage or state["usage"] or not state["chunks"] or not provider.quirks.estimate_usage:
             return []
-        usage = usages.estimate(provider.id, prompt, max(state["chunks"] - 2, 1))
+        usage = usages.estimate(provider.id, prompt(), max(state["chunks"] - 2, 1))
         return [b"data: " + _encode({**state["base"], "object": "chat.completion.chunk", "choices": [],
                                      "usage": usage}) + b"\n\n"]
 
@@ -115,7 +115,7 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: int = 0,
 
 
 async def relay_chunks(it: AsyncIterator[dict], target: Target | None = None, *,
-                       prompt: int = 0) -> AsyncIterator[dict]:
+                       prompt: Callable[[], int] = lambda: 0) -> AsyncIterator[dict]:
     normalizer = StreamNormalizer()
     chunks = 0
     seen_usage = False
@@ -130,6 +130,6 @@ async def relay_chunks(it: AsyncIterator[dict], target: Target | None = None, *,
                 seen_usage = seen_usage or not usages.missing(chunk.get("usage"))
                 yield chunk
         if target is not None and not seen_usage and target.provider.quirks.estimate_usage and chunks:
-            yield {**base, "choices": [], "usage": usages.estimate(target.provider.id, prompt, max(chunks - 2, 1))}
+            yield {**base, "choices": [], "usage": usages.estimate(target.provider.id, prompt(), max(chunks - 2, 1))}
     finally:
         await it.aclose()
