@@ -6,8 +6,11 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
+import time
 
 from hub import cli
 from hub import config as cfgmod
@@ -18,6 +21,7 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus-client when hub
 
 _CONFIG_ENV = "SEARCHHUB_CONFIG"
 _LOG_FORMAT_ENV = "SEARCHHUB_LOG_FORMAT"
+_SUPERVISOR_ENV = "SEARCHHUB_SUPERVISOR_PID"  # set by `serve --workers N` for its workers
 
 
 def setup_logging(level: str, log_format: str | None = None) -> None:
@@ -50,7 +54,27 @@ def app_factory():
     path = os.environ.get(_CONFIG_ENV, "engines.json")
     cfg = cfgmod.load(path)
     setup_logging(cfg.server.log_level)
+    supervisor = os.environ.get(_SUPERVISOR_ENV)
+    if supervisor and supervisor.isdigit() and int(supervisor) == os.getppid():
+        _exit_with_supervisor(int(supervisor))
     return create_app(path, cfg)
+
+
+PARENT_CHECK_S = 1.0
+
+
+def _exit_with_supervisor(supervisor: int) -> None:
+    """A `--workers` worker whose supervisor died (SIGKILL, the OOM killer) shuts down within
+    PARENT_CHECK_S instead of serving on as an orphan that holds the port: uvicorn restarts and stops
+    its workers only while it is alive. SIGTERM gives the worker uvicorn's graceful shutdown."""
+
+    def watch() -> None:
+        while os.getppid() == supervisor:
+            time.sleep(PARENT_CHECK_S)
+        logging.getLogger("searchhub").warning("the supervisor (pid %d) is gone: this worker stops", supervisor)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="searchhub-supervisor-watch", daemon=True).start()
 
 
 def serve(path: str, *, host: str | None = None, port: int | None = None, workers: int = 1,
@@ -72,6 +96,8 @@ def serve(path: str, *, host: str | None = None, port: int | None = None, worker
             "--workers %d with the memory state store: chains, stored responses and the search cache are "
             "per worker; configure state.backend=redis to share them", workers)
     metrics_dir = _multiprocess_metrics(workers)
+    if workers > 1:  # the workers watch for this process (app_factory)
+        os.environ[_SUPERVISOR_ENV] = str(os.getpid())
     logging.getLogger("searchhub").info("searchhub listening on http://%s:%d (config %s)", host, port, path)
     try:
         uvicorn.run(

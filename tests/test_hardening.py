@@ -4,6 +4,7 @@ connect retries before failover, bounded concurrency per provider, and keys that
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -39,7 +40,7 @@ class Serve:
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "routes", "serve", "--config", str(self.config_path), "--port", str(self.port), *args],
-            cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+            cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
 
     @property
     def url(self) -> str:
@@ -65,6 +66,8 @@ class Serve:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+        with contextlib.suppress(ProcessLookupError):  # workers too (its own session: nothing else)
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self._log.close()
 
 
@@ -181,6 +184,29 @@ def test_workers_share_the_port(serve, fake_model) -> None:
         while _alive(pid):
             assert time.monotonic() < deadline, f"worker {pid} outlived the supervisor"
             time.sleep(0.05)
+
+
+def test_workers_stop_when_the_supervisor_is_killed(serve, fake_model) -> None:
+    """SIGKILL (the OOM killer) gives the supervisor no chance to stop its workers: they notice
+    and stop by themselves, so no orphan keeps the port."""
+    gw = serve(base_config(fake_model.url), "--workers", "2")
+    pids: set[int] = set()
+    deadline = time.monotonic() + 15
+    while len(pids) < 2:
+        assert time.monotonic() < deadline, f"only {pids} answered"
+        with httpx.Client(timeout=5) as c:
+            pids.add(c.get(gw.url + "/health").json()["pid"])
+    gw.proc.kill()
+    gw.proc.wait(10)
+    for pid in pids:
+        deadline = time.monotonic() + 10
+        while _alive(pid):
+            assert time.monotonic() < deadline, f"worker {pid} outlived its killed supervisor"
+            time.sleep(0.05)
+    deadline = time.monotonic() + 5
+    while not refused(gw.port):  # the port is free again
+        assert time.monotonic() < deadline, "the port is still served"
+        time.sleep(0.05)
 
 
 def _alive(pid: int) -> bool:
