@@ -12,7 +12,7 @@ out of the picture, so a change to the gateway's code shows here with little noi
   .venv/bin/python bench/inprocess.py --search             # a search round (model, search, model)
   .venv/bin/python bench/inprocess.py --search --idle 0.05 # each request after 50 ms idle: cold caches
   .venv/bin/python bench/inprocess.py --profile            # then a cProfile of the gateway's functions
-  .venv/bin/python bench/inprocess.py --fixture ../shared/fixtures/claude-code/ws-direct-003-POST-main-final-after-tool-result-sse.json
+  .venv/bin/python bench/inprocess.py --fixture tests/fixtures/claude-code/ws-direct-003-POST-main-final-after-tool-result-sse.json
                                                            # a recorded client request (path, headers, body)
 """
 
