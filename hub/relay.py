@@ -50,37 +50,37 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: Callable[[], int
     one generator less on every chunk of the most common stream."""
     normalizer = StreamNormalizer()
     provider = target.provider
-    state = {"first": True, "base": {}, "chunks": 0, "usage": False, "done": False}
+    first, base, chunks, seen_usage, done = True, {}, 0, False, False
 
     def estimated() -> list[bytes]:
-        if not want_usage or state["usage"] or not state["chunks"] or not provider.quirks.estimate_usage:
+        if not want_usage or seen_usage or not chunks or not provider.quirks.estimate_usage:
             return []
-        usage = usages.estimate(provider.id, prompt(), max(state["chunks"] - 2, 1))
-        return [b"data: " + _encode({**state["base"], "object": "chat.completion.chunk", "choices": [],
+        usage = usages.estimate(provider.id, prompt(), max(chunks - 2, 1))
+        return [b"data: " + _encode({**base, "object": "chat.completion.chunk", "choices": [],
                                      "usage": usage}) + b"\n\n"]
 
     def frames(batch: list[bytes]) -> bytes:
+        nonlocal first, base, chunks, seen_usage, done
         out = []
         for data in batch:
             if data == b"[DONE]":  # the end goes out in the same write as the last chunks
                 out.extend(estimated())
                 out.append(DONE)
-                state["done"] = True
+                done = True
                 break  # nothing after [DONE] is relayed
             if not data:
                 continue
-            state["chunks"] += 1
-            if not state["usage"] and _has_usage(data):
-                state["usage"] = True
-            if not state["first"] and plain(data):
+            chunks += 1
+            seen_usage = seen_usage or _has_usage(data)
+            if not first and plain(data):
                 out.append(b"data: " + data + b"\n\n")
                 continue
             chunk = decode_chunk(data, provider)
             if chunk is None:
                 continue
-            if state["first"]:
-                state["base"] = {k: chunk[k] for k in ("id", "created", "model") if k in chunk}
-                state["first"] = False
+            if first:
+                base = {k: chunk[k] for k in ("id", "created", "model") if k in chunk}
+                first = False
             fixed = normalizer.feed(chunk)
             if fixed is not None:
                 out.append(b"data: " + _encode(fixed) + b"\n\n")
@@ -92,17 +92,17 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: Callable[[], int
         for batch in stream.opened.head:
             head.append(frames(batch))
             last = (last[1], batch)
-            if state["done"]:
+            if done:
                 break
         if any(head):
             yield b"".join(head)
-        if state["done"]:
+        if done:
             return
         async for batch in stream.opened.rest:
             out = frames(batch)
             if out:
                 yield out
-            if state["done"]:
+            if done:
                 return
             last = (last[1], batch)
         if not finished(last, provider):

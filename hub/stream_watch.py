@@ -139,6 +139,7 @@ async def watched_chunks(opened: Opened, *, release: Callable[[], None] | None =
     """The stream as decoded chunks; ends at `[DONE]`; raises when it ended without a finish.
     Reads the opened stream itself (not through watched_batches: one generator less per chunk)."""
     provider = opened.provider
+    stream = Watched(opened, release)
     try:
         head: list[dict] = []  # the reads before the first content, decoded together
         ended = False
@@ -162,11 +163,7 @@ async def watched_chunks(opened: Opened, *, release: Callable[[], None] | None =
         if not finish:
             raise unfinished()
     finally:
-        try:
-            await opened.rest.aclose()
-        finally:
-            if release is not None:
-                release()
+        await stream.close()
 
 
 def _decoded(batch: list[bytes], provider: Provider) -> tuple[list[dict], bool]:

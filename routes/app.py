@@ -27,7 +27,7 @@ from hub.trace import Trace, client_family, ms
 
 from . import admin, chat, messages, responses, search
 from .admin import is_admin_path
-from .common import TRACE_SCOPE_KEY, new_request_id, request_id_var, runtime
+from .common import TRACE_SCOPE_KEY, headers_of, new_request_id, request_id_var, runtime
 from .mcp import McpEndpoint
 
 log = logging.getLogger("searchhub.http")
@@ -51,12 +51,8 @@ class GatewayMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        rid = None
-        for k, v in scope["headers"]:
-            if k == b"x-request-id":
-                rid = v.decode("latin-1")[:128]
-                break
-        rid = rid or new_request_id()
+        headers = headers_of(scope)
+        rid = headers.get("x-request-id", "")[:128] or new_request_id()
         token = request_id_var.set(rid)
         rid_header = (b"x-request-id", rid.encode("latin-1"))
         path = scope["path"]
@@ -87,7 +83,7 @@ class GatewayMiddleware:
         try:
             keys = gateway.runtime.config.server.api_keys if gateway.runtime else ()
             if keys and path not in _OPEN_PATHS and not is_admin_path(path):
-                key = match_key(presented_key(_Headers(scope["headers"])), keys)
+                key = match_key(presented_key(headers), keys)
                 if key is None:
                     await _unauthorized(path, send_with_id)
                     return
@@ -122,12 +118,8 @@ _FAMILY_OF: dict[tuple[str | None, str | None], str] = {}
 
 def _start_trace(shared, scope: Scope, rid: str, path: str, key: ApiKey | None) -> Trace | None:
     """The request's trace (also when only telemetry wants it), and the per-client metrics."""
-    ua = originator = None
-    for k, v in scope["headers"]:
-        if k == b"user-agent":
-            ua = v.decode("latin-1")
-        elif k == b"originator":
-            originator = v.decode("latin-1")
+    headers = headers_of(scope)
+    ua, originator = headers.get("user-agent"), headers.get("originator")
     family = _FAMILY_OF.get((ua, originator))
     if family is None:  # a client sends the same user agent on every call: classify it once
         family = client_family(ua, originator)
@@ -161,14 +153,6 @@ COST_HEADER = b"x-searchhub-search-cost"
 def _money(cost: float) -> str:
     """A cost without float noise: 0.005, 0, 1.25."""
     return f"{cost:.6f}".rstrip("0").rstrip(".") or "0"
-
-
-class _Headers:
-    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        self._d = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
-
-    def get(self, key: str, default: str | None = None) -> str | None:
-        return self._d.get(key, default)
 
 
 async def _unauthorized(path: str, send: Send) -> None:
@@ -276,11 +260,11 @@ def _endpoint_app(endpoint) -> ASGIApp:
     the protocol's shape, logged with its traceback)."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive, send)
         try:
-            response = await endpoint(Request(scope, receive, send))
-        except Exception:
-            log.exception("unhandled error")
-            response = JSONResponse(_error_body(scope["path"], 500, "api_error", "internal error"), status_code=500)
+            response = await endpoint(request)
+        except Exception as e:
+            response = await _internal_error(request, e)
         await response(scope, receive, send)
 
     return app

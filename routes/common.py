@@ -49,11 +49,10 @@ class ClientGone(GatewayError):
 HEADERS_SCOPE_KEY = "searchhub.headers"
 
 
-def headers_of(request: Request) -> dict[str, str]:
+def headers_of(scope: Scope) -> dict[str, str]:
     """The request's headers as one dict, built once per request: lower-case names (ASGI's), the
     first of a repeated header (as Starlette's `Headers.get`). Starlette's `Headers` looks every
     name up by scanning the list; a model call reads about eight."""
-    scope = request.scope
     d = scope.get(HEADERS_SCOPE_KEY)
     if d is None:
         d = scope[HEADERS_SCOPE_KEY] = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
@@ -63,7 +62,7 @@ def headers_of(request: Request) -> dict[str, str]:
 async def read_json(request: Request, max_bytes: int) -> dict:
     """The body as a JSON object, or a 400/413 that says what is wrong. Read from the ASGI channel
     itself (Starlette's `Request.stream()` adds a generator and a copy per request)."""
-    length = headers_of(request).get("content-length")
+    length = headers_of(request.scope).get("content-length")
     if length and length.isdigit() and int(length) > max_bytes:
         raise PayloadTooLarge(f"request body is {length} bytes; the limit is {max_bytes}", code="request_too_large")
     chunks = []
@@ -100,7 +99,7 @@ def search_override(body: dict, headers) -> bool | None:
 
 def client_key(request: Request) -> str:
     """Who is calling, for chain identity: the presented key (hashed later, never logged)."""
-    h = headers_of(request)
+    h = headers_of(request.scope)
     return h.get("x-api-key") or h.get("authorization", "").removeprefix("Bearer ").strip()
 
 
@@ -113,7 +112,7 @@ def options(request: Request, body: dict) -> Options:
         trace.stream = body.get("stream") is True
         trace.model = body.get("model") if isinstance(body.get("model"), str) else None
     key, bill = caller(request)
-    h = headers_of(request)
+    h = headers_of(request.scope)
     return Options(
         force_search=search_override(body, h),
         chain_id=h.get("x-searchhub-chain") or None,

@@ -169,7 +169,8 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
             self._socks[route] = session
         return session
 
-    def _timeout(self, ext: dict) -> aiohttp.ClientTimeout:
+    def timeout(self, ext: dict) -> aiohttp.ClientTimeout:
+        """httpx's timeout extension (`httpx.Timeout.as_dict()`) as aiohttp's, built once per value."""
         key = (ext.get("connect"), ext.get("read"), ext.get("pool"))
         t = self._timeouts.get(key)
         if t is None:
@@ -205,7 +206,7 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
         return self._get_session(), proxy
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        timeout = self._timeout(request.extensions.get("timeout") or {})
+        timeout = self.timeout(request.extensions.get("timeout") or {})
         url = self._url(request.url)
         headers = request.headers.multi_items()
         session, proxy = self._via(url, request.extensions.get(PROXY_EXTENSION), headers)

@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import httpx
 import msgspec
 from yarl import URL
@@ -73,20 +72,21 @@ async def fetch(client: httpx.AsyncClient, out: Outgoing, *, timeout: float, pro
         raise EngineError(f"cannot reach the search service ({type(e).__name__})") from None
 
 
+def _payload(out: Outgoing, accept: str) -> tuple[dict[str, str], bytes | None]:
+    """The request's headers (the engine's own values win; names are case-insensitive) and body."""
+    headers = {"accept": accept, **{k.lower(): v for k, v in out.headers.items()}}
+    if out.json is None:
+        return headers, None
+    headers.setdefault("content-type", "application/json")
+    return headers, _encode(out.json)
+
+
 def _request(out: Outgoing, timeout: float, proxy: str | None, accept: str) -> httpx.Request:
-    headers = httpx.Headers({"accept": accept})
-    headers.update(out.headers)  # case-insensitive: the engine's own spelling wins
-    content = None
-    if out.json is not None:
-        content = _encode(out.json)
-        headers.setdefault("content-type", "application/json")
+    headers, content = _payload(out, accept)
     ext: dict[str, Any] = {"timeout": httpx.Timeout(timeout).as_dict()}
     if proxy is not None:
         ext[PROXY_EXTENSION] = proxy
     return httpx.Request(out.method, out.url, params=out.params, content=content, headers=headers, extensions=ext)
-
-
-_TIMEOUTS: dict[float, aiohttp.ClientTimeout] = {}
 
 
 async def _direct(client: UpstreamClient, out: Outgoing, timeout: float, proxy: str | None,
@@ -94,18 +94,9 @@ async def _direct(client: UpstreamClient, out: Outgoing, timeout: float, proxy: 
     """The same request on the upstream client's aiohttp session, without httpx's request and
     response objects (their URL parsing alone was a tenth of a search round's CPU; bench/README.md,
     "History"). The query is encoded by httpx's own rules, so the service sees the same bytes."""
-    headers = {"accept": accept}
-    headers.update({k.lower(): v for k, v in out.headers.items()})  # the engine's own values win
-    data = None
-    if out.json is not None:
-        data = _encode(out.json)
-        headers.setdefault("content-type", "application/json")
+    headers, data = _payload(out, accept)
     url = out.url + "?" + str(httpx.QueryParams(out.params)) if out.params else out.url
-    t = _TIMEOUTS.get(timeout)
-    if t is None:
-        t = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
-        if len(_TIMEOUTS) < 64:
-            _TIMEOUTS[timeout] = t
+    t = client.direct.timeout(httpx.Timeout(timeout).as_dict())  # what the httpx path gives the transport
     try:
         resp = await client.request_direct(URL(url, encoded=True), data, headers, t, proxy, method=out.method)
         try:
