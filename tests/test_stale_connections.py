@@ -1,6 +1,8 @@
 """An upstream that closes a kept-alive connection just as the gateway reuses it (its keep-alive ran
 out): the request goes again on a new connection, answers 200 and cools nothing; a new
-connection's failure, or one after a byte of the answer, is not retried (hub/backends/transport.py)."""
+connection's failure, or one after a byte of the answer, is not retried. Both upstream clients: the
+lean one that carries plain-HTTP calls (hub/backends/h1.py) and aiohttp (hub/backends/transport.py),
+which carries them with SEARCHHUB_LEAN_HTTP=0."""
 
 from __future__ import annotations
 
@@ -12,6 +14,12 @@ import pytest
 from .fakes.closing_upstream import ClosingUpstream
 from .fakes.search_providers import KEYS
 from .helpers import base_config
+
+
+@pytest.fixture(autouse=True, params=["lean", "aiohttp"])
+def upstream_client(request, monkeypatch) -> str:
+    monkeypatch.setenv("SEARCHHUB_LEAN_HTTP", "1" if request.param == "lean" else "0")
+    return request.param
 
 
 @pytest.fixture

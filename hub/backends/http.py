@@ -17,6 +17,7 @@ import msgspec
 from ..redaction import redact_bytes
 from ..settings import Provider
 from .failures import error_message, request_kind, scrub
+from .h1 import ConnectFailed, ConnectTimedOut
 from .proxy import ProxyPolicy
 from .transport import PROXY_EXTENSION, LeanAiohttpTransport, Streamed, UpstreamClient
 
@@ -114,7 +115,7 @@ def redacted(body: bytes, provider: Provider) -> bytes:
 
 def _transport_error(e: Exception) -> UpstreamError:
     if isinstance(e, aiohttp.ConnectionTimeoutError | aiohttp.ClientConnectorError | httpx.ConnectError
-                  | httpx.ConnectTimeout):
+                  | httpx.ConnectTimeout | ConnectFailed | ConnectTimedOut):
         return UpstreamError("cannot connect to upstream")
     if isinstance(e, httpx.TimeoutException | TimeoutError):  # aiohttp's read timeouts are TimeoutErrors
         return UpstreamError("upstream timed out", status=504)
@@ -123,7 +124,7 @@ def _transport_error(e: Exception) -> UpstreamError:
 
 _TRANSPORT_ERRORS = (httpx.HTTPError, aiohttp.ClientError, OSError, TimeoutError)
 _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, aiohttp.ClientConnectorError,
-                   aiohttp.ConnectionTimeoutError)
+                   aiohttp.ConnectionTimeoutError, ConnectFailed, ConnectTimedOut)
 
 
 async def _with_retries(fn, retries: int):

@@ -17,6 +17,7 @@ A request that meets a connection the upstream closed while it sat idle is sent 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -24,6 +25,7 @@ import httpx
 from aiohttp.connector import Connection
 from yarl import URL
 
+from . import h1
 from .proxy import ProxyPolicy, ProxyRoute, choose, parse_proxy
 
 _HTTP11 = {"http_version": b"HTTP/1.1"}
@@ -48,7 +50,16 @@ class _Body(httpx.AsyncByteStream):
 
 
 def mapped_error(e: Exception) -> Exception:
-    """aiohttp's exception as the httpx one the callers handle (the one place this mapping lives)."""
+    """aiohttp's (or the lean client's, hub/backends/h1.py) exception as the httpx one the callers
+    handle (the one place this mapping lives)."""
+    if isinstance(e, h1.ConnectTimedOut):
+        return httpx.ConnectTimeout(str(e))
+    if isinstance(e, h1.ConnectFailed):
+        return httpx.ConnectError(str(e))
+    if isinstance(e, h1.ReadTimedOut):
+        return httpx.ReadTimeout(str(e))
+    if isinstance(e, h1.Disconnected | h1.BadResponse):
+        return httpx.RemoteProtocolError(str(e))
     if isinstance(e, aiohttp.ConnectionTimeoutError):
         return httpx.ConnectTimeout(str(e) or "connect timeout")
     if isinstance(e, aiohttp.ClientConnectorError):
@@ -128,6 +139,10 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
         self._env_proxies = bool(self._proxies.http or self._proxies.https)
         self._routes: dict[tuple, ProxyRoute | None] = {}
         self._socks: dict[ProxyRoute, aiohttp.ClientSession] = {}
+        # plain-HTTP requests without a proxy: the lean client (hub/backends/h1.py), unless turned off
+        self._lean = os.environ.get(LEAN_ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+        self._h1: h1.H1Client | None = None
+        self._targets: dict[str, h1.Target | None] = {}
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -139,6 +154,26 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
     @property
     def proxies(self) -> ProxyPolicy:
         return self._proxies
+
+    def _h1_client(self) -> h1.H1Client:
+        c = self._h1
+        if c is None:
+            c = self._h1 = h1.H1Client(max_connections=self._max_connections, keepalive_s=self._keepalive_s)
+        return c
+
+    def _lean_target(self, url: str | URL) -> h1.Target | None:
+        """Where the lean client sends a request for this URL; None when aiohttp must (TLS, or the
+        lean client turned off). Decided once per model endpoint URL."""
+        if not self._lean:
+            return None
+        if not isinstance(url, str):
+            return h1.Target.of(url)
+        if url in self._targets:
+            return self._targets[url]
+        target = h1.Target.of(self._url(url))
+        if len(self._targets) < 1024:
+            self._targets[url] = target
+        return target
 
     def _route(self, explicit: str | None, url: URL) -> ProxyRoute | None:
         """The proxy for this request, decided once per (configured proxy, scheme, host, port)."""
@@ -224,8 +259,14 @@ class LeanAiohttpTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
+        if self._h1 is not None:
+            await self._h1.aclose()
         for session in self._socks.values():
             await session.close()
+
+
+LEAN_ENV = "SEARCHHUB_LEAN_HTTP"  # "0": every upstream request over aiohttp (docs/deployment.md)
+_LEAN_METHODS = frozenset({"GET", "POST"})
 
 
 class UpstreamClient(httpx.AsyncClient):
@@ -242,14 +283,22 @@ class UpstreamClient(httpx.AsyncClient):
 
     async def request_direct(self, url: str | URL, data: bytes | None, headers: dict[str, str],
                              timeout: aiohttp.ClientTimeout, proxy: str | None = None,
-                             method: str = "POST") -> aiohttp.ClientResponse:
-        """A request on the transport's session (or its proxy's), without httpx objects; aiohttp's
-        own exceptions propagate (mapped to ours in hub/backends/http.py and by `mapped_error`). A
-        `str` URL is parsed once and kept (the model endpoints); pass a `URL` for one-off URLs."""
+                             method: str = "POST") -> aiohttp.ClientResponse | h1.Response:
+        """A request without httpx objects: a plain-HTTP URL that no proxy applies to over the lean
+        client (hub/backends/h1.py), anything else on the transport's aiohttp session (or its
+        proxy's). Either answer offers `status`, `headers`, `read()`, `content.iter_any()` and
+        `release()`; their own exceptions propagate (mapped to ours in hub/backends/http.py and by
+        `mapped_error`). A `str` URL is parsed once and kept (the model endpoints); pass a `URL` for
+        one-off URLs."""
         t = self.direct
         u = t._url(url) if isinstance(url, str) else url
         if proxy is None and not t._env_proxies:  # the common case: no proxy anywhere
+            if method in _LEAN_METHODS and (target := t._lean_target(url)) is not None:
+                return await t._h1_client().request(method, target, data, headers, timeout.sock_connect,
+                                                    timeout.sock_read)
             session, via = t._get_session(), {}
+        elif t._route(proxy, u) is None and method in _LEAN_METHODS and (target := t._lean_target(url)) is not None:
+            return await t._h1_client().request(method, target, data, headers, timeout.sock_connect, timeout.sock_read)
         else:
             items = list(headers.items())
             session, via = t._via(u, proxy, items)
@@ -268,13 +317,13 @@ class UpstreamClient(httpx.AsyncClient):
 
 
 class Streamed:
-    """An upstream answer straight from aiohttp, read as it arrives. Offers the few members of
+    """An upstream answer from `request_direct` (aiohttp's or the lean client's), read as it arrives. Offers the few members of
     httpx.Response that the pass-through relays use (`status_code`, `headers`, `aiter_raw`,
     `aclose`), with httpx's errors, so they need not know which path opened it."""
 
     __slots__ = ("raw",)
 
-    def __init__(self, raw: aiohttp.ClientResponse) -> None:
+    def __init__(self, raw: aiohttp.ClientResponse | h1.Response) -> None:
         self.raw = raw
 
     @property

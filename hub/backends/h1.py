@@ -1,0 +1,555 @@
+"""A lean HTTP/1.1 client for plain-HTTP upstreams: the model servers and search services on
+`http://` URLs without a proxy (llama.cpp, vLLM, Ollama, LM Studio, SearXNG next to the gateway).
+
+aiohttp's client spends ~100 us of CPU per request on objects this path does not need (a request
+and a response object with their header multidicts, a payload object, a timer per read, tracing and
+middleware hooks); this one writes the request head and body in one write and parses the answer
+with httptools (llhttp, the parser uvicorn serves with), at about a third of the cost
+(bench/README.md, "History"). It is reached only through `UpstreamClient.request_direct`
+(hub/backends/transport.py), which sends everything else (TLS, proxies, other methods) over aiohttp,
+and its failures are exceptions that hub/backends/http.py (`_transport_error`) and transport.py
+(`mapped_error`) map like aiohttp's.
+
+What it keeps of a production client:
+  * keep-alive pooling per origin, at most `max_connections` open in all, an idle connection
+    dropped after `keepalive_s` (transport.py, KEEPALIVE_S);
+  * a request that meets a reused connection the server closed before the answer began goes once
+    more on a new connection (transport.py, `_retry_stale`: the same rule);
+  * `connect_s` bounds opening a connection, `read_s` every wait for bytes (httpx's and aiohttp's
+    `sock_read` meaning), not paused reading;
+  * flow control: reading pauses while a streamed answer's unread bytes exceed `HIGH_WATER`;
+  * bodies framed by Content-Length, chunked, or the connection's end; gzip/deflate decoded (it
+    asks for `identity`); a malformed answer, a header value with CR/LF, an answer cut short each
+    raise, and the connection is never reused after anything unexpected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections import deque
+
+import httptools
+from yarl import URL
+
+HIGH_WATER = 256 * 1024  # unread bytes of a streamed answer before reading pauses
+MAX_HEAD = 64 * 1024  # an answer's header lines, in all (aiohttp allows 8 KB per line)
+
+
+class ConnectFailed(ConnectionError):
+    """No connection could be opened (refused, unreachable, the name does not resolve)."""
+
+
+class ConnectTimedOut(TimeoutError):
+    """Opening the connection took longer than the connect timeout."""
+
+
+class ReadTimedOut(TimeoutError):
+    """No bytes arrived for the read timeout while an answer was awaited."""
+
+
+class Disconnected(ConnectionError):
+    """The connection ended before the answer did. `answered`: part of the answer had arrived."""
+
+    def __init__(self, message: str, *, answered: bool) -> None:
+        super().__init__(message)
+        self.answered = answered
+
+
+class BadResponse(ConnectionError):
+    """The server's bytes are not an HTTP/1.1 answer (or one this client refuses)."""
+
+
+class Headers(dict):
+    """An answer's headers: lower-case names, the first of a repeated header, any-case lookups."""
+
+    def get(self, name: str, default=None):  # type: ignore[override]
+        return dict.get(self, name.lower(), default)
+
+    def __getitem__(self, name: str) -> str:
+        return dict.__getitem__(self, name.lower())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and dict.__contains__(self, name.lower())
+
+
+class Response:
+    """One answer, read as it arrives: `status`, `headers`, `read()`, `content.iter_any()`,
+    `release()` -- the members of aiohttp's ClientResponse that the gateway uses."""
+
+    __slots__ = ("status", "_raw_headers", "_headers", "_chunks", "_size", "_done", "_error", "_waiter", "_conn")
+
+    def __init__(self, conn: _Conn) -> None:
+        self.status = 0
+        self._raw_headers: list[tuple[bytes, bytes]] = []
+        self._headers: Headers | None = None
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._done = False
+        self._error: BaseException | None = None
+        self._waiter: asyncio.Future | None = None
+        self._conn: _Conn | None = conn  # until the answer is complete
+
+    @property
+    def headers(self) -> Headers:
+        h = self._headers
+        if h is None:
+            h = self._headers = Headers()
+            for k, v in self._raw_headers:
+                h.setdefault(k.decode("latin-1").lower(), v.decode("latin-1"))
+        return h
+
+    @property
+    def content(self) -> Response:
+        return self
+
+    def _wake(self) -> None:
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def _wait(self) -> None:
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def _take(self) -> bytes:
+        chunks = self._chunks
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self._size = 0
+        conn = self._conn
+        if conn is not None and conn.paused:
+            conn.resume()
+        return data
+
+    async def read(self) -> bytes:
+        """The whole body."""
+        while not self._done:
+            if self._error is not None:
+                raise self._error
+            await self._wait()
+        if self._error is not None:
+            raise self._error
+        return self._take() if self._chunks else b""
+
+    async def iter_any(self):
+        """The body as it arrives: everything received since the last step, at each step."""
+        while True:
+            if self._chunks:
+                yield self._take()
+            elif self._error is not None:
+                raise self._error
+            elif self._done:
+                return
+            else:
+                await self._wait()
+
+    def release(self) -> None:
+        """Done with the answer: a connection still carrying part of it is closed, not reused."""
+        conn = self._conn
+        if conn is not None and not self._done:
+            self._conn = None
+            conn.discard()
+
+
+class _Conn(asyncio.Protocol):
+    """One connection: at most one request in flight; its parser and read clock."""
+
+    def __init__(self, pool: H1Client, key: tuple[str, int]) -> None:
+        self.pool = pool
+        self.key = key
+        self.loop = pool.loop
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.resp: Response | None = None
+        self.head: asyncio.Future | None = None  # resolves when the answer's head is in
+        self.closed = False
+        self.paused = False
+        self.served = False  # a request completed on it: a failure before the head may be a stale close
+        self.received = False  # bytes of the current answer arrived
+        self.idle_since = 0.0
+        self.read_s: float | None = None
+        self.last_read = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+        self.eof_body = False  # the answer's body ends with the connection
+        self.stray = False  # bytes came that no request asked for
+        self.head_bytes = 0
+        self.decoder = None
+
+    # -------------------------------------------------------------- requests
+
+    def send(self, data: bytes, body: bytes | None, read_s: float | None) -> asyncio.Future:
+        self.resp = Response(self)
+        self.head = self.loop.create_future()
+        self.received = False
+        self.head_bytes = 0
+        self.eof_body = True
+        self.decoder = None
+        self.read_s = read_s
+        self.last_read = self.loop.time()
+        if read_s is not None:
+            self.timer = self.loop.call_at(self.last_read + read_s, self._check_read)
+        t = self.transport
+        if t is None or t.is_closing():
+            raise Disconnected("the upstream closed the connection before answering", answered=False)
+        if body is None:
+            t.write(data)
+        elif len(body) <= 16384:
+            t.write(data + body)
+        else:
+            t.writelines((data, body))
+        return self.head
+
+    def _check_read(self) -> None:
+        """The read clock (one timer per request, re-armed only when it is due: data that arrives
+        just moves `last_read`)."""
+        self.timer = None
+        read_s = self.read_s
+        if self.resp is None or self.closed or read_s is None:
+            return
+        now = self.loop.time()
+        due = now + read_s if self.paused else self.last_read + read_s  # paused: the clock stops
+        if now < due:
+            self.timer = self.loop.call_at(due, self._check_read)
+            return
+        self._fail(ReadTimedOut(f"no data from the upstream for {read_s:g} s"))
+        self.discard()
+
+    def _finish(self) -> None:
+        """The answer is complete: the connection goes back to the pool (when it may be reused)."""
+        resp = self.resp
+        self.resp = None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if resp is not None:
+            resp._done = True
+            resp._conn = None
+            resp._wake()
+        self.served = True
+        if self.closed or not self.parser.should_keep_alive() or self.eof_body:
+            self.discard()
+        else:
+            self.pool._idle(self)
+
+    def _fail(self, exc: BaseException) -> None:
+        head, resp = self.head, self.resp
+        self.resp = None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if head is not None and not head.done():
+            head.set_exception(exc)
+        elif resp is not None:
+            resp._error = exc
+            resp._conn = None
+            resp._wake()
+
+    def discard(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if not self.closed:
+            self.closed = True
+            if self.transport is not None:
+                self.transport.close()
+            self.pool._gone(self)
+
+    def pause(self) -> None:
+        if not self.paused and self.transport is not None and not self.closed:
+            self.paused = True
+            self.transport.pause_reading()
+
+    def resume(self) -> None:
+        if self.paused and self.transport is not None and not self.closed:
+            self.paused = False
+            self.last_read = self.loop.time()
+            self.transport.resume_reading()
+
+    # -------------------------------------------------------------- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self.resp is None:  # bytes nobody asked for: the connection cannot be trusted
+            self.discard()
+            return
+        self.received = True
+        self.last_read = self.loop.time()
+        try:
+            self.parser.feed_data(data)
+        except Exception as e:  # the parser's errors and ours from its callbacks
+            self._fail(e if isinstance(e, BadResponse) else BadResponse(
+                f"the upstream sent a malformed HTTP answer ({type(e).__name__})"))
+            self.discard()
+            return
+        if self.stray:  # more after the answer, in the same read: it went back to the pool, take it out
+            self.discard()
+
+    def eof_received(self) -> bool:
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        was_closed = self.closed
+        self.closed = True
+        self.pool._gone(self)
+        resp = self.resp
+        if resp is not None:
+            head = self.head
+            if head is not None and head.done() and self.eof_body and exc is None:
+                self._finish_eof()
+                return
+            if not was_closed:
+                answered = self.received
+                self._fail(Disconnected("the upstream closed the connection"
+                                        + (" mid-answer" if answered else " before answering"), answered=answered))
+
+    def _finish_eof(self) -> None:
+        resp = self.resp
+        self.resp = None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if resp is not None:
+            if self.decoder is not None:
+                tail = self.decoder.flush()
+                if tail:
+                    resp._chunks.append(tail)
+            resp._done = True
+            resp._conn = None
+            resp._wake()
+
+    # -------------------------------------------------------------- httptools callbacks
+
+    def on_message_begin(self) -> None:
+        if self.resp is None:
+            self.stray = True
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        resp = self.resp
+        if resp is None:
+            return
+        resp._raw_headers.append((name, value))
+        self.head_bytes += len(name) + len(value)
+        if self.head_bytes > MAX_HEAD:
+            raise BadResponse(f"the upstream's answer has more than {MAX_HEAD} bytes of headers")
+        n = name.lower()
+        if n == b"content-length" or (n == b"transfer-encoding" and b"chunked" in value.lower()):
+            self.eof_body = False
+        elif n == b"content-encoding":
+            enc = value.strip().lower()
+            if enc in (b"gzip", b"x-gzip", b"deflate"):
+                self.decoder = zlib.decompressobj(47)  # gzip or zlib, by its header
+            elif enc not in (b"identity", b""):
+                raise BadResponse(f"the upstream's content-encoding {enc.decode('latin-1')!r} is not supported")
+
+    def on_headers_complete(self) -> None:
+        resp = self.resp
+        if resp is None:
+            return
+        status = self.parser.get_status_code()
+        if 100 <= status < 200:  # an interim answer (100 Continue): the real one follows
+            resp._raw_headers.clear()
+            return
+        resp.status = status
+        head = self.head
+        if head is not None and not head.done():
+            head.set_result(resp)
+
+    def on_body(self, body: bytes) -> None:
+        resp = self.resp
+        if resp is None:
+            return
+        if self.decoder is not None:
+            try:
+                body = self.decoder.decompress(body)
+            except zlib.error:
+                raise BadResponse("the upstream's compressed body is corrupt") from None
+            if not body:
+                return
+        resp._chunks.append(body)
+        resp._size += len(body)
+        if resp._size > HIGH_WATER:
+            self.pause()
+        resp._wake()
+
+    def on_message_complete(self) -> None:
+        resp = self.resp
+        if resp is None or resp.status == 0:  # the end of an interim answer
+            return
+        if self.decoder is not None:
+            tail = self.decoder.flush()
+            if tail:
+                resp._chunks.append(tail)
+        self.eof_body = False
+        self._finish()
+
+
+def _line_safe(s: str) -> bool:
+    return "\r" not in s and "\n" not in s
+
+
+class Target:
+    """A URL prepared for requests: its origin and the head's first lines."""
+
+    __slots__ = ("key", "path_qs", "host_header")
+
+    def __init__(self, url: URL) -> None:
+        host = url.raw_host or ""
+        port = url.port or 80
+        self.key = (host, port)
+        self.path_qs = url.raw_path_qs or "/"
+        self.host_header = url.host_port_subcomponent if url.explicit_port and port != 80 else (
+            f"[{host}]" if ":" in host else host)
+        if not (_line_safe(self.path_qs) and " " not in self.path_qs and _line_safe(self.host_header)):
+            raise ValueError("URL not usable in an HTTP request line")
+
+    @staticmethod
+    def of(url: URL) -> Target | None:
+        """The target for a plain-HTTP URL; None for anything this client does not serve."""
+        if url.scheme != "http" or not url.raw_host or url.raw_user or url.raw_password:
+            return None
+        try:
+            return Target(url)
+        except ValueError:
+            return None
+
+
+class H1Client:
+    """The pool and the request call. One per event loop (its connections belong to that loop)."""
+
+    def __init__(self, *, max_connections: int = 1000, keepalive_s: float = 4.0) -> None:
+        self.max_connections = max_connections
+        self.keepalive_s = keepalive_s
+        self.loop = asyncio.get_running_loop()
+        self._idle_conns: dict[tuple[str, int], list[_Conn]] = {}
+        self._open: set[_Conn] = set()
+        self._waiters: deque[asyncio.Future] = deque()
+        self._closing = False
+
+    # -------------------------------------------------------------- pool
+
+    def _idle(self, conn: _Conn) -> None:
+        if self._closing:
+            conn.discard()
+            return
+        conn.idle_since = self.loop.time()
+        conns = self._idle_conns.get(conn.key)
+        if conns is None:
+            conns = self._idle_conns[conn.key] = []
+        conns.append(conn)
+        if conns[0].idle_since + self.keepalive_s < conn.idle_since:  # the oldest has idled out
+            conns.pop(0).discard()
+        self._wake_one()
+
+    def _gone(self, conn: _Conn) -> None:
+        if conn in self._open:
+            self._open.discard(conn)
+            conns = self._idle_conns.get(conn.key)
+            if conns and conn in conns:
+                conns.remove(conn)
+            self._wake_one()
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            w = self._waiters.popleft()
+            if not w.done():
+                w.set_result(None)
+                return
+
+    def _reuse(self, key: tuple[str, int]) -> _Conn | None:
+        conns = self._idle_conns.get(key)
+        now = self.loop.time()
+        while conns:
+            conn = conns.pop()
+            if conn.closed or conn.transport is None or conn.transport.is_closing():
+                continue
+            if conn.idle_since + self.keepalive_s < now:  # the freshest idled out: so did the rest
+                conn.discard()
+                while conns:
+                    conns.pop().discard()
+                return None
+            return conn
+        return None
+
+    async def _connect(self, key: tuple[str, int], connect_s: float | None) -> _Conn:
+        while len(self._open) >= self.max_connections:
+            idle = next((c for conns in self._idle_conns.values() for c in conns), None)
+            if idle is not None:  # make room: an idle connection to another origin
+                idle.discard()
+                continue
+            w = self.loop.create_future()
+            self._waiters.append(w)
+            await w
+            conn = self._reuse(key)
+            if conn is not None:
+                return conn
+        conn = _Conn(self, key)
+        self._open.add(conn)
+        try:
+            async with asyncio.timeout(connect_s):
+                await self.loop.create_connection(lambda: conn, key[0], key[1])
+        except TimeoutError:
+            self._gone(conn)
+            conn.discard()
+            raise ConnectTimedOut(f"no connection to the upstream within {connect_s:g} s") from None
+        except OSError as e:
+            self._gone(conn)
+            conn.closed = True
+            raise ConnectFailed(f"cannot connect to the upstream ({e.strerror or type(e).__name__})") from None
+        except BaseException:
+            self._gone(conn)
+            conn.discard()
+            raise
+        return conn
+
+    # -------------------------------------------------------------- requests
+
+    async def request(self, method: str, target: Target, data: bytes | None, headers: dict[str, str],
+                      connect_s: float | None, read_s: float | None) -> Response:
+        """Send one request; the answer once its head is in (the body follows through the
+        Response). Raises the exceptions above."""
+        if self._closing:
+            raise ConnectFailed("the upstream client is closed")
+        lines = [f"{method} {target.path_qs} HTTP/1.1\r\nhost: {target.host_header}\r\n"]
+        for k, v in headers.items():
+            if not (_line_safe(k) and _line_safe(v)):
+                raise ValueError(f"header {k!r} has a line break")
+            lines.append(f"{k}: {v}\r\n")
+        if "accept-encoding" not in headers:
+            lines.append("accept-encoding: identity\r\n")
+        if data is not None or method == "POST":
+            lines.append(f"content-length: {len(data) if data is not None else 0}\r\n")
+        lines.append("\r\n")
+        head = "".join(lines).encode("latin-1")
+        fresh = False
+        while True:
+            conn = None if fresh else self._reuse(target.key)
+            if conn is None:
+                conn = await self._connect(target.key, connect_s)
+            reused = conn.served
+            try:
+                return await conn.send(head, data, read_s)
+            except Disconnected as e:
+                # A reused connection that the server closed before answering: once more, on a new
+                # one (transport.py, `_retry_stale`). A new connection's failure is the answer.
+                if fresh or not reused or e.answered:
+                    raise
+                fresh = True
+            except BaseException:
+                conn.discard()  # cancelled or failed mid-request: its state is unknown
+                raise
+
+    async def aclose(self) -> None:
+        self._closing = True
+        for conn in list(self._open):
+            conn.discard()
+        self._idle_conns.clear()
+        for w in self._waiters:
+            if not w.done():
+                w.set_exception(ConnectFailed("the upstream client is closed"))
+        self._waiters.clear()
