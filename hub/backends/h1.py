@@ -218,17 +218,25 @@ class _Conn(asyncio.Protocol):
         self._fail(ReadTimedOut(f"no data from the upstream for {read_s:g} s"))
         self.discard()
 
-    def _finish(self) -> None:
-        """The answer is complete: the connection goes back to the pool (when it may be reused)."""
+    def _complete(self) -> None:
+        """The answer is whole: what the decoder still holds is its end."""
         resp = self.resp
         self.resp = None
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
         if resp is not None:
+            if self.decoder is not None:
+                tail = self.decoder.flush()
+                if tail:
+                    resp._chunks.append(tail)
             resp._done = True
             resp._conn = None
             resp._wake()
+
+    def _finish(self) -> None:
+        """The answer is complete: the connection goes back to the pool (when it may be reused)."""
+        self._complete()
         self.served = True
         if self.closed or not self.parser.should_keep_alive() or self.eof_body:
             self.discard()
@@ -301,27 +309,12 @@ class _Conn(asyncio.Protocol):
         if resp is not None:
             head = self.head
             if head is not None and head.done() and self.eof_body and exc is None:
-                self._finish_eof()
+                self._complete()  # a body that ends with the connection
                 return
             if not was_closed:
                 answered = self.received
                 self._fail(Disconnected("the upstream closed the connection"
                                         + (" mid-answer" if answered else " before answering"), answered=answered))
-
-    def _finish_eof(self) -> None:
-        resp = self.resp
-        self.resp = None
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        if resp is not None:
-            if self.decoder is not None:
-                tail = self.decoder.flush()
-                if tail:
-                    resp._chunks.append(tail)
-            resp._done = True
-            resp._conn = None
-            resp._wake()
 
     # -------------------------------------------------------------- httptools callbacks
 
@@ -381,10 +374,6 @@ class _Conn(asyncio.Protocol):
         resp = self.resp
         if resp is None or resp.status == 0:  # the end of an interim answer
             return
-        if self.decoder is not None:
-            tail = self.decoder.flush()
-            if tail:
-                resp._chunks.append(tail)
         self.eof_body = False
         self._finish()
 
