@@ -265,7 +265,95 @@ class EventStream(Response):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _pump(self, send: Send) -> bool:
-        """Write the chunks; True when the last write already ended the body."""
-        async for chunk in self.chunks:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        """Write the chunks, those that are ready together in one write; True when the last write
+        already ended the body. A stream whose upstream read brought several chunks (the tool loop's
+        and the protocol translators' events) goes out in one write instead of one per event, with
+        no added wait: what is pending goes out as soon as the next chunk is not ready."""
+        pending: list[bytes] = []
+        size = 0
+        anext = self.chunks.__anext__
+        while True:
+            step = anext()
+            try:
+                waiting = step.send(None)  # run the producer until it yields a chunk or must wait
+            except StopIteration as done:
+                chunk = done.value
+            except StopAsyncIteration:
+                break
+            except BaseException:
+                if pending:
+                    await send({"type": "http.response.body", "body": b"".join(pending), "more_body": True})
+                raise
+            else:
+                if pending:  # the next chunk is not ready: what is, goes out now
+                    body = b"".join(pending)
+                    pending.clear()
+                    size = 0
+                    try:
+                        await send({"type": "http.response.body", "body": body, "more_body": True})
+                    except BaseException as e:
+                        await _Resumed(step, waiting, e)  # the producer unwinds from where it waits
+                        raise
+                try:
+                    chunk = await _Resumed(step, waiting)
+                except StopAsyncIteration:
+                    break
+            pending.append(chunk)
+            size += len(chunk)
+            if size >= COALESCE_BYTES:
+                await send({"type": "http.response.body", "body": b"".join(pending), "more_body": True})
+                pending.clear()
+                size = 0
+        if pending:  # the last write ends the body too
+            await send({"type": "http.response.body", "body": b"".join(pending), "more_body": False})
+            return True
         return False
+
+
+COALESCE_BYTES = 64 * 1024  # ready chunks joined into one write, up to this much
+
+
+class _Resumed:
+    """The rest of a producer step that had to wait: awaiting it hands what the step waits on (a
+    future, as `await` would) to the running task until the step finishes, and passes whatever the
+    task throws in (a cancellation) on to the step. With `throw`, the step first gets that
+    exception where it waits, and its outcome is dropped (the caller re-raises)."""
+
+    __slots__ = ("step", "waiting", "throw")
+
+    def __init__(self, step, waiting, throw: BaseException | None = None) -> None:
+        self.step, self.waiting, self.throw = step, waiting, throw
+
+    def __await__(self):
+        step = self.step
+        if self.throw is not None:
+            try:
+                waiting = step.throw(self.throw)
+            except BaseException:  # the step ended (its own exception or the one thrown in)
+                return None
+        else:
+            waiting = self.waiting
+        while True:
+            try:
+                sent = yield waiting
+            except GeneratorExit:
+                step.close()
+                raise
+            except BaseException as e:
+                try:
+                    waiting = step.throw(e)
+                except StopIteration as done:
+                    return None if self.throw is not None else done.value
+                except BaseException:
+                    if self.throw is not None:
+                        return None
+                    raise
+            else:
+                try:
+                    waiting = step.send(sent)
+                except StopIteration as done:
+                    return None if self.throw is not None else done.value
+                except BaseException:
+                    if self.throw is not None:
+                        return None
+                    raise
