@@ -330,3 +330,36 @@ def test_any_framing_split_anywhere_reads_back_the_body(body, framing, encoding,
     got, connections = run(main())
     assert got == [body, body]
     assert connections == (2 if framing in ("eof", "close") else 1)
+
+
+def test_the_read_clock_follows_each_requests_timeout_on_a_kept_connection() -> None:
+    """One timer per connection stays armed between requests: a shorter timeout on the next request
+    still fires in time, and a clock left from a short one never cuts a longer one short."""
+
+    async def main():
+        up = await RawUpstream(lambda req: [{"/fast": 0.0, "/slow": 0.4, "/stall": 5.0}[req.path],
+                                            *framed(b"ok", "length")]).serve()
+        client = H1Client()
+
+        async def get(path: str, read_s: float) -> bytes:
+            resp = await client.request("GET", target(up, path), None, {}, 1, read_s)
+            try:
+                return await resp.read()
+            finally:
+                resp.release()
+
+        assert await get("/fast", 0.2) == b"ok"
+        await asyncio.sleep(0.3)  # the short clock comes due while the connection idles
+        assert await get("/slow", 5) == b"ok"  # a 0.4 s answer under a 5 s clock
+        assert await get("/fast", 5) == b"ok"
+        t0 = time.monotonic()
+        with pytest.raises(h1.ReadTimedOut):
+            await get("/stall", 0.2)  # the clock armed for 5 s is brought forward
+        took = time.monotonic() - t0
+        assert up.connections == 1  # all on the kept-alive connection until the timeout
+        await client.aclose()
+        await up.close()
+        return took
+
+    took = run(main())
+    assert 0.15 < took < 1.0

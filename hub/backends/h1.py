@@ -174,6 +174,7 @@ class _Conn(asyncio.Protocol):
         self.read_s: float | None = None
         self.last_read = 0.0
         self.timer: asyncio.TimerHandle | None = None
+        self.timer_due = 0.0
         self.eof_body = False  # the answer's body ends with the connection
         self.stray = False  # bytes came that no request asked for
         self.head_bytes = 0
@@ -190,8 +191,13 @@ class _Conn(asyncio.Protocol):
         self.decoder = None
         self.read_s = read_s
         self.last_read = self.loop.time()
-        if read_s is not None:
-            self.timer = self.loop.call_at(self.last_read + read_s, self._check_read)
+        if read_s is not None:  # the connection's read clock stays armed across requests
+            due = self.last_read + read_s
+            if self.timer is not None and self.timer_due > due:
+                self.timer.cancel()
+                self.timer = None
+            if self.timer is None:
+                self.timer, self.timer_due = self.loop.call_at(due, self._check_read), due
         t = self.transport
         if t is None or t.is_closing():
             raise Disconnected("the upstream closed the connection before answering", answered=False)
@@ -204,8 +210,8 @@ class _Conn(asyncio.Protocol):
         return self.head
 
     def _check_read(self) -> None:
-        """The read clock (one timer per request, re-armed only when it is due: data that arrives
-        just moves `last_read`)."""
+        """The read clock: one timer per connection, left armed between requests and re-armed only
+        when it comes due (data that arrives just moves `last_read`); an idle connection lets it go."""
         self.timer = None
         read_s = self.read_s
         if self.resp is None or self.closed or read_s is None:
@@ -213,18 +219,16 @@ class _Conn(asyncio.Protocol):
         now = self.loop.time()
         due = now + read_s if self.paused else self.last_read + read_s  # paused: the clock stops
         if now < due:
-            self.timer = self.loop.call_at(due, self._check_read)
+            self.timer, self.timer_due = self.loop.call_at(due, self._check_read), due
             return
         self._fail(ReadTimedOut(f"no data from the upstream for {read_s:g} s"))
         self.discard()
 
     def _complete(self) -> None:
-        """The answer is whole: what the decoder still holds is its end."""
+        """The answer is whole: what the decoder still holds is its end. (The read clock stays armed
+        for the connection's next request; see `_check_read`.)"""
         resp = self.resp
         self.resp = None
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
         if resp is not None:
             if self.decoder is not None:
                 tail = self.decoder.flush()
