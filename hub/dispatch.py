@@ -130,12 +130,13 @@ class Dispatcher:
             return result, target
         raise AllTargetsFailed(route, attempts)
 
-    async def complete(self, route: str, candidates: tuple[Target, ...], body: Body,
-                       *, trace: Trace | None = None,
-                       server_tools: frozenset[str] = frozenset()) -> tuple[dict, Target]:
-        """The first answer of the candidates; `body` may be decided per target."""
+    def complete(self, route: str, candidates: tuple[Target, ...], body: Body,
+                 *, trace: Trace | None = None,
+                 server_tools: frozenset[str] = frozenset()) -> Awaitable[tuple[dict, Target]]:
+        """The first answer of the candidates; `body` may be decided per target. (Returns `run`'s
+        coroutine: one frame less on every model call.)"""
         retries = self.router.config.router.retries
-        return await self.run(
+        return self.run(
             route, candidates,
             lambda t: openai_compat.complete(self.client, t, _for(body, t), retries=retries, server_tools=server_tools),
             trace=trace,

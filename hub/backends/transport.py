@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
 import aiohttp
 import httpx
@@ -281,30 +281,30 @@ class UpstreamClient(httpx.AsyncClient):
         """The environment's proxy settings this client was made with."""
         return self.direct.proxies
 
-    async def request_direct(self, url: str | URL, data: bytes | None, headers: dict[str, str],
-                             timeout: aiohttp.ClientTimeout, proxy: str | None = None,
-                             method: str = "POST") -> aiohttp.ClientResponse | h1.Response:
+    def request_direct(self, url: str | URL, data: bytes | None, headers: dict[str, str],
+                       timeout: aiohttp.ClientTimeout, proxy: str | None = None,
+                       method: str = "POST") -> Awaitable[aiohttp.ClientResponse | h1.Response]:
         """A request without httpx objects: a plain-HTTP URL that no proxy applies to over the lean
         client (hub/backends/h1.py), anything else on the transport's aiohttp session (or its
         proxy's). Either answer offers `status`, `headers`, `read()`, `content.iter_any()` and
         `release()`; their own exceptions propagate (mapped to ours in hub/backends/http.py and by
         `mapped_error`). A `str` URL is parsed once and kept (the model endpoints); pass a `URL` for
-        one-off URLs."""
+        one-off URLs. Returns the client's awaitable (no coroutine of its own: one frame less)."""
         t = self.direct
         u = t._url(url) if isinstance(url, str) else url
         if proxy is None and not t._env_proxies:  # the common case: no proxy anywhere
             if method in _LEAN_METHODS and (target := t._lean_target(url)) is not None:
-                return await t._h1_client().request(method, target, data, headers, timeout.sock_connect,
-                                                    timeout.sock_read)
+                return t._h1_client().request(method, target, data, headers, timeout.sock_connect,
+                                              timeout.sock_read)
             session, via = t._get_session(), {}
         elif t._route(proxy, u) is None and method in _LEAN_METHODS and (target := t._lean_target(url)) is not None:
-            return await t._h1_client().request(method, target, data, headers, timeout.sock_connect, timeout.sock_read)
+            return t._h1_client().request(method, target, data, headers, timeout.sock_connect, timeout.sock_read)
         else:
             items = list(headers.items())
             session, via = t._via(u, proxy, items)
             headers = dict(items)
-        return await session.request(method, u, data=data, headers=headers, timeout=timeout,
-                                     allow_redirects=False, skip_auto_headers=("user-agent",), **via)
+        return session.request(method, u, data=data, headers=headers, timeout=timeout,
+                               allow_redirects=False, skip_auto_headers=("user-agent",), **via)
 
     async def send_direct(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
         resp = await self.direct.handle_async_request(request)
