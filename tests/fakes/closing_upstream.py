@@ -12,6 +12,8 @@ import asyncio
 import json
 import threading
 
+from .server import run_loop_until_stopped
+
 _CHAT = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
          "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
          "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
@@ -57,7 +59,7 @@ class ClosingUpstream:
         self._server = self._loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0))
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
-        self._loop.run_forever()
+        run_loop_until_stopped(self._loop, self._server)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1

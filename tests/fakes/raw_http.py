@@ -17,6 +17,8 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .server import run_loop_until_stopped
+
 
 @dataclass
 class Request:
@@ -101,7 +103,7 @@ class RawUpstream:
             self._loop = asyncio.new_event_loop()
             self._loop.run_until_complete(self.serve())
             ready.set()
-            self._loop.run_forever()
+            run_loop_until_stopped(self._loop, self._server)
 
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()

@@ -47,6 +47,23 @@ class ServerThread:
             self._thread.join(timeout=10)
 
 
+def run_loop_until_stopped(loop: asyncio.AbstractEventLoop, server: asyncio.Server | None = None) -> None:
+    """Run `loop` until `loop.stop()`, then close it in its own thread: the server, the handlers still
+    running, the loop itself (a loop left to the garbage collector closes itself later, in whatever
+    test is running then, and warns there)."""
+    try:
+        loop.run_forever()
+    finally:
+        if server is not None:
+            server.close()
+        tasks = asyncio.all_tasks(loop)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        loop.close()
+
+
 def started_thread(run: Callable[[], object], ready: threading.Event, what: str) -> threading.Thread:
     """A daemon thread running `run`, once it has set `ready` (RuntimeError after 10 s)."""
     thread = threading.Thread(target=run, daemon=True)

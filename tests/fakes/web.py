@@ -14,6 +14,8 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from urllib.parse import parse_qs, urlsplit
 
+from .server import run_loop_until_stopped
+
 ARTICLE_TITLE = "How the Kestrel Bridge Was Rebuilt"
 MAIN_SENTENCES = (
     "The Kestrel Bridge reopened in March after eighteen months of reconstruction work.",
@@ -125,7 +127,7 @@ class FakeWeb:
                 self._accept, self.host, self.port, ssl=self.ssl_context))
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
-            self._loop.run_forever()
+            run_loop_until_stopped(self._loop, self._server)
 
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
