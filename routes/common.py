@@ -326,35 +326,26 @@ class _Resumed:
         self.step, self.waiting, self.throw = step, waiting, throw
 
     def __await__(self):
-        step = self.step
-        if self.throw is not None:
-            try:
-                waiting = step.throw(self.throw)
-            except BaseException:  # the step ended (its own exception or the one thrown in)
-                return None
-        else:
-            waiting = self.waiting
+        step, dropping = self.step, self.throw is not None
+        waiting = self.waiting
+        advance = (step.throw, self.throw) if dropping else None
         while True:
+            if advance is not None:  # resume the step: what the task sent, or what it threw in
+                fn, arg = advance
+                try:
+                    waiting = fn(arg)
+                except StopIteration as done:
+                    return None if dropping else done.value
+                except BaseException:
+                    if dropping:  # the step ended (its own exception or the one thrown in)
+                        return None
+                    raise
             try:
                 sent = yield waiting
             except GeneratorExit:
                 step.close()
                 raise
             except BaseException as e:
-                try:
-                    waiting = step.throw(e)
-                except StopIteration as done:
-                    return None if self.throw is not None else done.value
-                except BaseException:
-                    if self.throw is not None:
-                        return None
-                    raise
+                advance = (step.throw, e)
             else:
-                try:
-                    waiting = step.send(sent)
-                except StopIteration as done:
-                    return None if self.throw is not None else done.value
-                except BaseException:
-                    if self.throw is not None:
-                        return None
-                    raise
+                advance = (step.send, sent)
