@@ -271,6 +271,12 @@ class EventStream(Response):
         and the protocol translators' events) goes out in one write instead of one per event, with
         no added wait: what is pending goes out as soon as the next chunk is not ready."""
         pending: list[bytes] = []
+
+        def body(more: bool) -> dict:  # what is pending, as one write
+            message = {"type": "http.response.body", "body": b"".join(pending), "more_body": more}
+            pending.clear()
+            return message
+
         size = 0
         anext = self.chunks.__anext__
         while True:
@@ -283,15 +289,13 @@ class EventStream(Response):
                 break
             except BaseException:
                 if pending:
-                    await send({"type": "http.response.body", "body": b"".join(pending), "more_body": True})
+                    await send(body(True))
                 raise
             else:
                 if pending:  # the next chunk is not ready: what is, goes out now
-                    body = b"".join(pending)
-                    pending.clear()
                     size = 0
                     try:
-                        await send({"type": "http.response.body", "body": body, "more_body": True})
+                        await send(body(True))
                     except BaseException as e:
                         await _Resumed(step, waiting, e)  # the producer unwinds from where it waits
                         raise
@@ -302,11 +306,10 @@ class EventStream(Response):
             pending.append(chunk)
             size += len(chunk)
             if size >= COALESCE_BYTES:
-                await send({"type": "http.response.body", "body": b"".join(pending), "more_body": True})
-                pending.clear()
                 size = 0
+                await send(body(True))
         if pending:  # the last write ends the body too
-            await send({"type": "http.response.body", "body": b"".join(pending), "more_body": False})
+            await send(body(False))
             return True
         return False
 

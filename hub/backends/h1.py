@@ -30,6 +30,7 @@ import zlib
 from collections import deque
 
 import httptools
+from multidict import CIMultiDict
 from yarl import URL
 
 HIGH_WATER = 256 * 1024  # unread bytes of a streamed answer before reading pauses
@@ -60,19 +61,6 @@ class BadResponse(ConnectionError):
     """The server's bytes are not an HTTP/1.1 answer (or one this client refuses)."""
 
 
-class Headers(dict):
-    """An answer's headers: lower-case names, the first of a repeated header, any-case lookups."""
-
-    def get(self, name: str, default=None):  # type: ignore[override]
-        return dict.get(self, name.lower(), default)
-
-    def __getitem__(self, name: str) -> str:
-        return dict.__getitem__(self, name.lower())
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and dict.__contains__(self, name.lower())
-
-
 class Response:
     """One answer, read as it arrives: `status`, `headers`, `read()`, `content.iter_any()`,
     `release()` -- the members of aiohttp's ClientResponse that the gateway uses."""
@@ -82,7 +70,7 @@ class Response:
     def __init__(self, conn: _Conn) -> None:
         self.status = 0
         self._raw_headers: list[tuple[bytes, bytes]] = []
-        self._headers: Headers | None = None
+        self._headers: CIMultiDict[str] | None = None
         self._chunks: list[bytes] = []
         self._size = 0
         self._done = False
@@ -91,12 +79,11 @@ class Response:
         self._conn: _Conn | None = conn  # until the answer is complete
 
     @property
-    def headers(self) -> Headers:
+    def headers(self) -> CIMultiDict[str]:
+        """Case-insensitive, as aiohttp's (built on first use: most answers never read them)."""
         h = self._headers
         if h is None:
-            h = self._headers = Headers()
-            for k, v in self._raw_headers:
-                h.setdefault(k.decode("latin-1").lower(), v.decode("latin-1"))
+            h = self._headers = CIMultiDict((k.decode("latin-1"), v.decode("latin-1")) for k, v in self._raw_headers)
         return h
 
     @property
@@ -486,17 +473,12 @@ class H1Client:
         try:
             async with asyncio.timeout(connect_s):
                 await self.loop.create_connection(lambda: conn, key[0], key[1])
-        except TimeoutError:
-            self._gone(conn)
-            conn.discard()
-            raise ConnectTimedOut(f"no connection to the upstream within {connect_s:g} s") from None
-        except OSError as e:
-            self._gone(conn)
-            conn.closed = True
-            raise ConnectFailed(f"cannot connect to the upstream ({e.strerror or type(e).__name__})") from None
-        except BaseException:
-            self._gone(conn)
-            conn.discard()
+        except BaseException as e:
+            conn.discard()  # out of the pool's count, whatever stopped it
+            if isinstance(e, TimeoutError):
+                raise ConnectTimedOut(f"no connection to the upstream within {connect_s:g} s") from None
+            if isinstance(e, OSError):
+                raise ConnectFailed(f"cannot connect to the upstream ({e.strerror or type(e).__name__})") from None
             raise
         return conn
 

@@ -127,21 +127,15 @@ _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, aiohttp.ClientConne
                    aiohttp.ConnectionTimeoutError, ConnectFailed, ConnectTimedOut)
 
 
-async def _with_retries(fn, retries: int, *, first: int = 0):
-    """Retry only what is safe to retry: the request never reached the server (connect errors).
-    `first`: attempts already made (their backoff grows on from there)."""
+async def _with_retries(fn, retries: int):
+    """Retry only what is safe to retry: the request never reached the server (connect errors)."""
     for attempt in range(retries + 1):
         try:
             return await fn()
         except _CONNECT_ERRORS:
             if attempt >= retries:
                 raise
-            await _backoff(first + attempt)
-
-
-def _backoff(attempt: int):
-    """50 ms doubling per attempt, at most 1 s, randomized by +-50 % (docs/deployment.md)."""
-    return asyncio.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
+            await asyncio.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
 
 
 async def _exchange(client: httpx.AsyncClient, provider: Provider, request: httpx.Request, *, retries: int,
@@ -193,13 +187,7 @@ async def _exchange_direct(client: UpstreamClient, provider: Provider, url: str,
         return await client.request_direct(url, data, headers, timeout, provider.proxy)
 
     try:
-        try:  # the first attempt straight, the retries (connect errors only) through _with_retries
-            resp = await client.request_direct(url, data, headers, timeout, provider.proxy)
-        except _CONNECT_ERRORS:
-            if retries <= 0:
-                raise
-            await _backoff(0)
-            resp = await _with_retries(attempt, retries - 1, first=1)
+        resp = await _with_retries(attempt, retries)
     except _TRANSPORT_ERRORS as e:
         raise _transport_error(e) from None
     if resp.status != 200:

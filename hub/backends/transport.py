@@ -292,13 +292,12 @@ class UpstreamClient(httpx.AsyncClient):
         one-off URLs. Returns the client's awaitable (no coroutine of its own: one frame less)."""
         t = self.direct
         u = t._url(url) if isinstance(url, str) else url
-        if proxy is None and not t._env_proxies:  # the common case: no proxy anywhere
-            if method in _LEAN_METHODS and (target := t._lean_target(url)) is not None:
-                return t._h1_client().request(method, target, data, headers, timeout.sock_connect,
-                                              timeout.sock_read)
-            session, via = t._get_session(), {}
-        elif t._route(proxy, u) is None and method in _LEAN_METHODS and (target := t._lean_target(url)) is not None:
+        no_proxy = proxy is None and not t._env_proxies  # the common case: no proxy anywhere
+        if ((no_proxy or t._route(proxy, u) is None) and method in _LEAN_METHODS
+                and (target := t._lean_target(url)) is not None):
             return t._h1_client().request(method, target, data, headers, timeout.sock_connect, timeout.sock_read)
+        if no_proxy:
+            session, via = t._get_session(), {}
         else:
             items = list(headers.items())
             session, via = t._via(u, proxy, items)

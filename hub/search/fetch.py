@@ -91,8 +91,8 @@ def _request(out: Outgoing, timeout: float, proxy: str | None, accept: str) -> h
 
 async def _direct(client: UpstreamClient, out: Outgoing, timeout: float, proxy: str | None,
                   accept: str) -> Fetched:
-    """The same request on the upstream client's aiohttp session, without httpx's request and
-    response objects (their URL parsing alone was a tenth of a search round's CPU; bench/README.md,
+    """The same request through `UpstreamClient.request_direct` (the lean client or aiohttp), without
+    httpx's request and response objects (their URL parsing alone was a tenth of a search round's CPU; bench/README.md,
     "History"). The query is encoded by httpx's own rules, so the service sees the same bytes."""
     headers, data = _payload(out, accept)
     url = out.url + "?" + str(httpx.QueryParams(out.params)) if out.params else out.url
