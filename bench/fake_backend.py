@@ -16,7 +16,8 @@ Behaviour of the fake model
   * `--ttfb-ms`: delay before the answer (non-stream) or before the first SSE chunk (stream; the
     status line and headers go out at once, like vLLM). `--chunk-ms`: delay between SSE chunks.
   * A request may override these with a body field the gateway relays untouched:
-    `"bench": {"ttfb_ms": .., "chunk_ms": .., "chunks": .., "tool_calls": ..}`.
+    `"bench": {"ttfb_ms": .., "chunk_ms": .., "chunks": .., "tool_calls": ..}`. A model name
+    ending in `-x<k>` (e.g. `m-x2`) also asks for k web_search calls.
 
 Run: `python bench/fake_backend.py --port 9100 [--chunks 20] [--ttfb-ms 0] [--chunk-ms 0]
 [--search-ms 0] [--tool-calls 1]`; it prints `READY <port>` on stdout once listening.
@@ -97,6 +98,16 @@ def completion(message: dict, finish: str) -> bytes:
 def text_completion(keep_alive: bool) -> bytes:
     body = completion({"role": "assistant", "content": _text() + " [1]"}, "stop")
     return _full("200 OK", b"application/json", body, keep_alive)
+
+
+def _calls_in_model(model: object) -> int | None:
+    """A model name ending in "-x<k>" asks for k parallel calls (for clients whose protocol cannot
+    carry the `bench` field upstream: Anthropic Messages, Responses)."""
+    if isinstance(model, str) and "-x" in model:
+        tail = model.rsplit("-x", 1)[1]
+        if tail.isdigit():
+            return int(tail)
+    return None
 
 
 def _event(obj) -> bytes:
@@ -282,7 +293,7 @@ class HttpProtocol(asyncio.Protocol):
                 STATS["tool_results"] += sum(1 for m in msgs if isinstance(m, dict) and m.get("role") == "tool")
             else:
                 text = last.get("content") if isinstance(last.get("content"), str) else "query"
-                k = int(o.get("tool_calls", S.tool_calls))
+                k = int(o.get("tool_calls", _calls_in_model(req.get("model")) or S.tool_calls))
                 STATS["tool_calls"] += k
                 calls = tool_calls_for(text.removeprefix("search the web for ").strip() or "query", k)
         return stream, ttfb, chunk, n, usage, calls

@@ -6,7 +6,8 @@ A round: the client asks "search the web for X"; the gateway offers the model th
 the fake SearXNG provider (`--search-ms` each, `cacheTtlMs: 0` so every search reaches it), feeds the
 results back, and the fake model, seeing a tool result last, answers text after `--model-ms` again.
 
-N sequential requests with distinct X per variant (single/parallel x non-stream/stream). Interleaved
+N sequential requests with distinct X per variant (single/parallel x non-stream/stream x protocol:
+Chat Completions, Anthropic Messages, Responses; `--protocols`). Interleaved
 with them, the bench client plays the gateway's part itself against the same fakes (model call,
 search call(s) concurrently, model call): that is the floor, the fakes' real latency including timer
 slack. Reported per round:
@@ -16,6 +17,7 @@ slack. Reported per round:
   * for the parallel variant: total vs model x 2 + max(search) (concurrent) and + sum (serial).
 
   .venv/bin/python bench/search_round.py [--requests 30] [--model-ms 50] [--search-ms 100]
+  .venv/bin/python bench/search_round.py --protocols chat,messages,responses   # all three (default: chat)
   .venv/bin/python bench/search_round.py --state redis [--redis-url redis://...]   # or --state both
 """
 
@@ -38,7 +40,11 @@ import run as harness  # noqa: E402  (bench/run.py: process management)
 EXPECTED = "The quick brown fox jumps over the lazy dog."
 
 
+PATHS = {"chat": "/v1/chat/completions", "messages": "/v1/messages", "responses": "/v1/responses"}
+
+
 def body(i: int, variant: str, stream: bool) -> dict:
+    """The floor's request (Chat Completions; the fake reads the `bench` field)."""
     b: dict = {"model": "m", "messages": [{"role": "user", "content": f"search the web for topic {i} news"}],
                "bench": {"tool_calls": 2 if variant == "parallel" else 1}}
     if stream:
@@ -46,25 +52,58 @@ def body(i: int, variant: str, stream: bool) -> dict:
     return b
 
 
-async def read_answer(resp, stream: bool) -> str:
+def gateway_body(i: int, variant: str, stream: bool, protocol: str) -> dict:
+    """The same request in the client's protocol. Messages and Responses carry no `bench` field
+    upstream, so the parallel variant pins the target `fake.m-x2` (the fake reads "-x2" from the
+    model name as two calls)."""
+    model = "fake.m-x2" if variant == "parallel" else "m"
+    text = f"search the web for topic {i} news"
+    if protocol == "chat":
+        b = body(i, variant, stream)
+        b["model"] = model
+        return b
+    if protocol == "messages":
+        b = {"model": model, "max_tokens": 256, "messages": [{"role": "user", "content": text}]}
+    else:
+        b = {"model": model, "input": text, "store": False}
+    if stream:
+        b["stream"] = True
+    return b
+
+
+def _events(raw: bytes):
+    for line in raw.decode().splitlines():
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            yield json.loads(line[5:])
+
+
+def answer_text(raw: bytes, stream: bool, protocol: str) -> str:
+    if protocol == "chat":
+        if not stream:
+            return json.loads(raw)["choices"][0]["message"]["content"] or ""
+        return "".join((ch["choices"][0]["delta"].get("content") or "") for ch in _events(raw) if ch.get("choices"))
+    if protocol == "messages":
+        if not stream:
+            return "".join(b.get("text", "") for b in json.loads(raw)["content"] if b.get("type") == "text")
+        return "".join(e["delta"].get("text", "") for e in _events(raw)
+                       if e.get("type") == "content_block_delta" and e["delta"].get("type") == "text_delta")
+    if not stream:
+        return "".join(c.get("text", "") for item in json.loads(raw)["output"] if item.get("type") == "message"
+                       for c in item.get("content") or () if c.get("type") == "output_text")
+    return "".join(e.get("delta", "") for e in _events(raw) if e.get("type") == "response.output_text.delta")
+
+
+async def read_answer(resp, stream: bool, protocol: str = "chat") -> str:
     raw = await resp.read()
     if resp.status != 200:
         raise RuntimeError(f"HTTP {resp.status}: {raw[:300]!r}")
-    if not stream:
-        return json.loads(raw)["choices"][0]["message"]["content"] or ""
-    text = []
-    for line in raw.decode().splitlines():
-        if line.startswith("data:") and line[5:].strip() != "[DONE]":
-            ch = json.loads(line[5:])
-            if ch.get("choices"):
-                text.append(ch["choices"][0]["delta"].get("content") or "")
-    return "".join(text)
+    return answer_text(raw, stream, protocol)
 
 
-async def gateway_round(session, url: str, b: dict, stream: bool) -> float:
+async def gateway_round(session, url: str, b: dict, stream: bool, protocol: str = "chat") -> float:
     t0 = time.perf_counter()
-    async with session.post(url, json=b) as resp:
-        answer = await read_answer(resp, stream)
+    async with session.post(url + PATHS[protocol], json=b) as resp:
+        answer = await read_answer(resp, stream, protocol)
     dt = time.perf_counter() - t0
     if EXPECTED not in answer:
         raise RuntimeError(f"unexpected answer through the gateway: {answer[:300]!r}")
@@ -100,76 +139,88 @@ async def fake_stats(session, fake: str) -> dict:
         return await r.json()
 
 
-async def measure(fake: str, gateways: dict, variants: list[str], modes: list[str], n: int) -> dict:
+async def measure(fake: str, gateways: dict, protocols: list[str], variants: list[str], modes: list[str],
+                  n: int) -> dict:
     import aiohttp
 
     out: dict = {}
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        for variant in variants:
-            for mode in modes:
-                stream = mode == "stream"
-                for _proc, url in gateways.values():  # warm-up: pools, lazy imports
-                    for i in range(3):
-                        await gateway_round(session, url, body(10_000 + i, variant, stream), stream)
-                        await floor_round(session, fake, body(10_000 + i, variant, stream), stream)
-                totals = {name: [] for name in gateways}
-                floors = []
-                cpu = {name: proc.cpu_s() for name, (proc, _) in gateways.items()}
-                before = await fake_stats(session, fake)
-                for i in range(n):
-                    floors.append(await floor_round(session, fake, body(i, variant, stream), stream))
-                    for name, (_, url) in gateways.items():
-                        totals[name].append(await gateway_round(session, url, body(i, variant, stream), stream))
-                after = await fake_stats(session, fake)
-                k = 2 if variant == "parallel" else 1
-                searches = after["search"] - before["search"]
-                want = n * k * (len(gateways) + 1)
-                if searches != want:
-                    raise RuntimeError(f"{variant}/{mode}: the fake provider saw {searches} searches, want {want} "
-                                       "(is the search cache on, or did the gateway drop the bench field?)")
-                for name, (proc, _) in gateways.items():
-                    cpu_ms = (proc.cpu_s() - cpu[name]) * 1000 / n
-                    # pair each gateway round with the floor round measured right before it
-                    own = [t - f for t, f in zip(totals[name], floors, strict=True)]
-                    out[(name, variant, mode)] = {
-                        "total_ms": statistics.median(totals[name]) * 1000,
-                        "floor_ms": statistics.median(floors) * 1000,
-                        "own_ms": statistics.median(own) * 1000,
-                        "own_p90_ms": sorted(own)[int(0.9 * len(own))] * 1000,
-                        "cpu_ms": cpu_ms,
-                    }
+        for protocol in protocols:
+            for variant in variants:
+                for mode in modes:
+                    out.update(await measure_one(session, fake, gateways, protocol, variant, mode, n))
     return out
 
 
-def report(res: dict, gateways: list[str], variants: list[str], modes: list[str], args) -> str:
+async def measure_one(session, fake: str, gateways: dict, protocol: str, variant: str, mode: str, n: int) -> dict:
+    stream = mode == "stream"
+    for _proc, url in gateways.values():  # warm-up: pools, lazy imports
+        for i in range(3):
+            await gateway_round(session, url, gateway_body(10_000 + i, variant, stream, protocol), stream, protocol)
+            await floor_round(session, fake, body(10_000 + i, variant, stream), stream)
+    totals: dict = {name: [] for name in gateways}
+    floors = []
+    cpu = {name: proc.cpu_s() for name, (proc, _) in gateways.items()}
+    before = await fake_stats(session, fake)
+    for i in range(n):
+        floors.append(await floor_round(session, fake, body(i, variant, stream), stream))
+        for name, (_, url) in gateways.items():
+            totals[name].append(await gateway_round(session, url, gateway_body(i, variant, stream, protocol),
+                                                    stream, protocol))
+    after = await fake_stats(session, fake)
+    k = 2 if variant == "parallel" else 1
+    searches = after["search"] - before["search"]
+    want = n * k * (len(gateways) + 1)
+    if searches != want:
+        raise RuntimeError(f"{protocol}/{variant}/{mode}: the fake provider saw {searches} searches, want {want} "
+                           "(is the search cache on, or did the gateway not search?)")
+    out = {}
+    for name, (proc, _) in gateways.items():
+        cpu_ms = (proc.cpu_s() - cpu[name]) * 1000 / n
+        # pair each gateway round with the floor round measured right before it
+        own = [t - f for t, f in zip(totals[name], floors, strict=True)]
+        out[(name, protocol, variant, mode)] = {
+            "total_ms": statistics.median(totals[name]) * 1000,
+            "floor_ms": statistics.median(floors) * 1000,
+            "own_ms": statistics.median(own) * 1000,
+            "own_p90_ms": sorted(own)[int(0.9 * len(own))] * 1000,
+            "cpu_ms": cpu_ms,
+        }
+    return out
+
+
+def report(res: dict, gateways: list[str], protocols: list[str], variants: list[str], modes: list[str],
+           args) -> str:
     nominal = 2 * args.model_ms + args.search_ms
     lines = [
         f"Search rounds: {args.requests} sequential requests per variant; fake model {args.model_ms:g} ms per call, "
         f"fake SearXNG {args.search_ms:g} ms per search, cacheTtlMs {args.cache_ttl_ms}; nominal fakes' time per "
         f"round = {nominal:g} ms. p50 over requests.",
         "",
-        "| gateway | variant | mode | total ms | total − nominal ms | floor ms | gateway's own ms (p50 / p90) "
-        "| gateway CPU ms/round | target own ≤ 2 ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| gateway | protocol | variant | mode | total ms | total − nominal ms | floor ms "
+        "| gateway's own ms (p50 / p90) | gateway CPU ms/round | target own ≤ 2 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in gateways:
-        for variant in variants:
-            for mode in modes:
-                r = res[(name, variant, mode)]
-                ok = "PASS" if r["own_ms"] <= 2.0 else "MISS"
-                lines.append(f"| {name} | {variant} | {mode} | {r['total_ms']:.1f} | {r['total_ms'] - nominal:+.2f} "
-                             f"| {r['floor_ms']:.1f} | {r['own_ms']:.2f} / {r['own_p90_ms']:.2f} | {r['cpu_ms']:.2f} "
-                             f"| {ok} |")
+        for protocol in protocols:
+            for variant in variants:
+                for mode in modes:
+                    r = res[(name, protocol, variant, mode)]
+                    ok = "PASS" if r["own_ms"] <= 2.0 else "MISS"
+                    lines.append(f"| {name} | {protocol} | {variant} | {mode} | {r['total_ms']:.1f} "
+                                 f"| {r['total_ms'] - nominal:+.2f} | {r['floor_ms']:.1f} "
+                                 f"| {r['own_ms']:.2f} / {r['own_p90_ms']:.2f} | {r['cpu_ms']:.2f} | {ok} |")
     if "parallel" in variants:
         lines.append("")
         conc = 2 * args.model_ms + args.search_ms
         serial = 2 * args.model_ms + 2 * args.search_ms
         for name in gateways:
-            for mode in modes:
-                t = res[(name, "parallel", mode)]["total_ms"]
-                verdict = "concurrent (PASS)" if t < (conc + serial) / 2 else "serial (MISS)"
-                lines.append(f"- {name}, two parallel searches, {mode}: total {t:.1f} ms vs model×2 + max(search) = "
-                             f"{conc:g} ms, model×2 + sum(search) = {serial:g} ms → {verdict}")
+            for protocol in protocols:
+                for mode in modes:
+                    t = res[(name, protocol, "parallel", mode)]["total_ms"]
+                    verdict = "concurrent (PASS)" if t < (conc + serial) / 2 else "serial (MISS)"
+                    lines.append(f"- {name}, {protocol}, two parallel searches, {mode}: total {t:.1f} ms vs model×2 "
+                                 f"+ max(search) = {conc:g} ms, model×2 + sum(search) = {serial:g} ms → {verdict}")
     return "\n".join(lines) + "\n"
 
 
@@ -182,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="webSearch.cacheTtlMs (0: every search reaches the provider; >0 adds a store write per search)")
     ap.add_argument("--only", choices=["single", "parallel"])
     ap.add_argument("--modes", default="nonstream,stream")
+    ap.add_argument("--protocols", default="chat", help="any of chat,messages,responses (comma-separated)")
     ap.add_argument("--state", choices=["memory", "redis", "both"], default="memory")
     ap.add_argument("--redis-url", help="with --state redis/both; default: start a local redis-server")
     ap.add_argument("--quick", action="store_true", help="10 requests per variant")
@@ -194,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
         args.requests = 10
     variants = [args.only] if args.only else ["single", "parallel"]
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
+    if unknown := set(protocols) - set(PATHS):
+        ap.error(f"unknown protocol(s): {', '.join(sorted(unknown))}")
 
     tmp = Path(tempfile.mkdtemp(prefix="searchhub-search-bench-"))
     try:
@@ -209,13 +264,13 @@ def main(argv: list[str] | None = None) -> int:
             cfg["webSearch"]["cacheTtlMs"] = args.cache_ttl_ms
             name = "gateway" if st == "memory" else "gateway-redis"
             p = harness.start_gateway(tmp, cfg, name)
-            gateways[name] = (p, f"http://127.0.0.1:{p.port}/v1/chat/completions")
+            gateways[name] = (p, f"http://127.0.0.1:{p.port}")
         for i, cmd in enumerate(args.gateway_b):
             cfg = harness.gateway_config(fake_url, search_url=fake_url)
             cfg["webSearch"]["cacheTtlMs"] = args.cache_ttl_ms
             name = f"gateway-{'bcdefgh'[i]}"
             p = harness.start_gateway(tmp, cfg, name, shlex.split(cmd))
-            gateways[name] = (p, f"http://127.0.0.1:{p.port}/v1/chat/completions")
+            gateways[name] = (p, f"http://127.0.0.1:{p.port}")
         harness.log(f"fake backend {fake_url}, gateways {[g[1] for g in gateways.values()]}, logs in {tmp}")
         profilers = [harness.start_profiler(p, Path(args.profile) / f"{name}.txt")
                      for name, (p, _) in gateways.items()] if args.profile else []
@@ -226,10 +281,10 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             pass
         try:
-            res = asyncio.run(measure(fake_url, gateways, variants, modes, args.requests))
+            res = asyncio.run(measure(fake_url, gateways, protocols, variants, modes, args.requests))
         finally:
             harness.stop_profilers(profilers)
-        print(report(res, list(gateways), variants, modes, args))
+        print(report(res, list(gateways), protocols, variants, modes, args))
         for name, (p, _) in gateways.items():
             rss, hwm = p.rss_mb()
             print(f"{name} RSS {rss:.0f} MB (peak {hwm:.0f} MB)")
