@@ -542,6 +542,11 @@ class StreamDriver:
         native_calls = False
         async for raw in it:
             chunks += 1
+            text = normalizer.text_only(raw) if self.base is not None else None
+            if text is not None:  # the common chunk: text only, no fixing needed
+                if text and (shown := self._text(text, round_text, scanner, native_calls)):
+                    yield self._chunk({"content": shown})
+                continue
             chunk = normalizer.feed(raw)
             if chunk is None:
                 continue
@@ -558,14 +563,8 @@ class StreamDriver:
             delta = choice.get("delta") or {}
             out: dict = {}
             text = delta.get("content")
-            if text and not native_calls:
-                text = scanner.feed(text)  # holds back what may be a call written as text
-            if text:
-                if not round_text and turn.texts and not self.prev_text_end_ws and not text[0].isspace():
-                    text = "\n\n" + text
-                round_text.append(delta["content"])
-                turn.texts.append(text)
-                out["content"] = text
+            if text and (shown := self._text(text, round_text, scanner, native_calls)):
+                out["content"] = shown
             if delta.get("reasoning_content"):
                 out["reasoning_content"] = delta["reasoning_content"]
             for tc in delta.get("tool_calls") or []:
@@ -584,15 +583,31 @@ class StreamDriver:
             if choice.get("finish_reason"):
                 self.finish = choice["finish_reason"]
             if out:
-                if not self.sent_role:
-                    out = {"role": "assistant", **out}
-                    self.sent_role = True
-                yield {**self.base, "choices": [{"index": 0, "delta": out, "finish_reason": None}]}
+                yield self._chunk(out)
         for chunk in self._round_end(scanner, native_calls, kinds, their_index, ours, round_text, target):
             yield chunk
         if not has_usage and chunks and target.provider.quirks.estimate_usage:
             add_usage(turn.usage, usages.estimate(target.provider.id, usages.prompt_tokens(
                 turn.messages, turn.plan.body.get("tools")), max(chunks - 2, 1)))
+
+    def _text(self, text: str, round_text: list[str], scanner: TextCallScanner, native_calls: bool) -> str:
+        """What to show of a round's text delta (the scanner holds back what may be a call written
+        as text); a round's text after an earlier round's starts a new paragraph."""
+        shown = text if native_calls else scanner.feed(text)
+        if not shown:
+            return ""
+        if not round_text and self.turn.texts and not self.prev_text_end_ws and not shown[0].isspace():
+            shown = "\n\n" + shown
+        round_text.append(text)
+        self.turn.texts.append(shown)
+        return shown
+
+    def _chunk(self, delta: dict) -> dict:
+        """An answer chunk with this delta (the first one says the role)."""
+        if not self.sent_role:
+            delta = {"role": "assistant", **delta}
+            self.sent_role = True
+        return {**self.base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
 
     def _round_end(self, scanner: TextCallScanner, native_calls: bool, kinds: dict, their_index: dict,
                    ours: ToolCallAssembler, round_text: list[str], target: Target) -> list[dict]:
@@ -619,10 +634,7 @@ class StreamDriver:
                     their_index[len(their_index)] = len(their_index)
         if not out or self.base is None:
             return []
-        if not self.sent_role:
-            out = {"role": "assistant", **out}
-            self.sent_role = True
-        return [{**self.base, "choices": [{"index": 0, "delta": out, "finish_reason": None}]}]
+        return [self._chunk(out)]
 
     def _ending(self, target: Target) -> list[dict]:
         """Citations, the finish and the summed usage, as the last chunks."""

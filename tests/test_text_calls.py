@@ -124,3 +124,59 @@ def test_a_call_between_prose_is_found_and_hidden(before, after, which, query, c
 def test_any_text_never_raises_and_chunking_does_not_matter(text, cuts):
     whole = _stream(text, [])
     assert _stream(text, [c for c in cuts if c <= len(text)]) == whole
+
+
+class _CharByChar(TextCallScanner):
+    """The scan as first written: every position that starts like a trigger is tried in turn. The
+    scanner finds them by one regex search instead; this pins that it finds the same ones."""
+
+    def _scan(self, final: bool) -> str:
+        from hub.backends import text_calls as tc
+
+        text, out, i, emitted = self._held, [], 0, 0
+        while i < len(text):
+            if text[i] not in tc._FIRST:
+                i += 1
+                continue
+            kind, end, calls = tc._match(text, i, self.names, final)
+            if kind == "call":
+                out.append(text[emitted:i])
+                self.calls.extend(calls)
+                i = emitted = end
+            elif kind == "partial":
+                if len(text) - i > tc.MAX_HELD:
+                    i += 1
+                    continue
+                out.append(text[emitted:i])
+                self._held = text[i:]
+                return "".join(out)
+            else:
+                i += 1
+        out.append(text[emitted:])
+        self._held = ""
+        return "".join(out)
+
+
+_PIECES = st.one_of(
+    st.sampled_from(list("ab tf{}[]<>|\"`\n=.:") + ["functions.", "to=", "to=functions.", "```", "```json\n",
+                                                   "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "[ARGS]",
+                                                   "<|python_tag|>", "<|eom_id|>", '"name"', '"web_search"',
+                                                   '"arguments"', "web_search", ".call(", ": ", ", "]),
+    st.sampled_from(range(12)).map(lambda k: _formats(ARGS)[k]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=30).map("".join), st.lists(st.integers(0, 400), max_size=10))
+def test_the_regex_scan_shows_and_finds_what_the_char_by_char_scan_does(text, cuts):
+    cuts = sorted({c for c in cuts if c <= len(text)})
+
+    def run(scanner: TextCallScanner) -> tuple[list[str], list[TextCall]]:
+        out, prev = [], 0
+        for cut in [*cuts, len(text)]:
+            out.append(scanner.feed(text[prev:cut]))
+            prev = cut
+        out.append(scanner.finish())
+        return out, scanner.calls
+
+    assert run(TextCallScanner(NAMES)) == run(_CharByChar(NAMES))

@@ -210,6 +210,30 @@ class StreamNormalizer:
         chunk["choices"] = kept
         return chunk
 
+    def text_only(self, chunk: object) -> str | None:
+        """The text of a chunk that carries nothing but text for the one choice already begun (no
+        role to add, call, reasoning, finish or usage): what `feed` would keep of it, without
+        fixing it. None for any other chunk (give that to `feed`). Most chunks of an answer are this."""
+        if type(chunk) is not dict or chunk.get("usage") is not None or "error" in chunk:
+            return None
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if (type(choice) is not dict or choice.get("finish_reason") or choice.get("index", 0) != 0
+                or 0 not in self._choices or chunk.get("object") == "error"):
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict:
+            return None
+        text = None
+        for key, value in delta.items():
+            if key == "content":
+                text = value
+            elif value is not None and key != "role":
+                return None
+        return text if type(text) is str else None
+
     def _fix_choice(self, choice: dict) -> bool:
         """Fix one choice in place; False when it carries nothing a client needs."""
         index = choice.get("index")

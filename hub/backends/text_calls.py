@@ -240,6 +240,9 @@ _MATCHERS = {
     "to=functions.": _functions, "functions.": _functions, "```": _fence, "{": _bare,
 }
 _FIRST = frozenset(t[0] for t in _TRIGGERS)
+_ANY_TRIGGER = re.compile("|".join(map(re.escape, _TRIGGERS)))
+# a trigger cut off by the end of the text can only start this close to the end
+_TAIL = max(map(len, _TRIGGERS)) - 1
 
 
 class TextCallScanner:
@@ -264,11 +267,22 @@ class TextCallScanner:
 
     def _scan(self, final: bool) -> str:
         text = self._held
+        n = len(text)
+        # Whole triggers are found by one regex search; a trigger the stream may still complete
+        # (a proper prefix of one, so within _TAIL of the end) only by looking at the tail.
+        tail = n if final else n - _TAIL
         out: list[str] = []
         i = 0
         emitted = 0
-        while i < len(text):
-            if text[i] not in _FIRST:
+        while i < n:
+            if i < tail:
+                m = _ANY_TRIGGER.search(text, i)
+                j = m.start() if m is not None else n
+                if j >= tail:
+                    i = tail
+                    continue
+                i = j
+            elif text[i] not in _FIRST:
                 i += 1
                 continue
             kind, end, calls = _match(text, i, self.names, final)
