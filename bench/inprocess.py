@@ -11,6 +11,7 @@ out of the picture, so a change to the gateway's code shows here with little noi
   .venv/bin/python bench/inprocess.py --stream             # 20-chunk relayed stream
   .venv/bin/python bench/inprocess.py --search             # a search round (model, search, model)
   .venv/bin/python bench/inprocess.py --search --idle 0.05 # each request after 50 ms idle: cold caches
+  .venv/bin/python bench/inprocess.py --search --stream --protocol messages   # or responses (default chat)
   .venv/bin/python bench/inprocess.py --profile            # then a cProfile of the gateway's functions
   .venv/bin/python bench/inprocess.py --floor              # the same for the aiohttp floor's app
   .venv/bin/python bench/inprocess.py --fixture tests/fixtures/claude-code/ws-direct-003-POST-main-final-after-tool-result-sse.json
@@ -67,6 +68,17 @@ class Request:
         skip = {"authorization", "x-api-key", "content-length", "transfer-encoding"}
         headers = [(k.lower().encode(), str(v).encode()) for k, v in req["headers"] if k.lower() not in skip]
         return cls(json.dumps(req["body"]).encode(), req["path"], headers)
+
+
+def client_request(protocol: str, text: str, stream: bool) -> Request:
+    if protocol == "messages":
+        b: dict = {"model": "m", "max_tokens": 256, "stream": stream, "messages": [{"role": "user", "content": text}]}
+        return Request(json.dumps(b).encode(), "/v1/messages")
+    if protocol == "responses":
+        return Request(json.dumps({"model": "m", "stream": stream, "input": text, "store": False}).encode(),
+                       "/v1/responses")
+    b = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": text}]}
+    return Request(json.dumps(b).encode())
 
 
 def scope_for(req: Request) -> dict:
@@ -130,6 +142,8 @@ async def measure(app, body: Request, args) -> None:
         for _ in range(args.requests):
             await call(app, body)
         prof.disable()
+        if os.environ.get("BENCH_PSTATS"):  # for pstats / a diff of two profiles
+            prof.dump_stats(os.environ["BENCH_PSTATS"])
         stats = pstats.Stats(prof)
         stats.sort_stats("tottime").print_stats(30)
         stats.sort_stats("cumulative").print_stats(r"(hub|routes)/", 40)
@@ -141,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stream", action="store_true", help="a streamed completion (20 chunks)")
     ap.add_argument("--search", action="store_true", help="a search round: model call, search, model call")
+    ap.add_argument("--protocol", choices=["chat", "messages", "responses"], default="chat",
+                    help="the client's protocol: Chat Completions, Anthropic Messages or Responses")
     ap.add_argument("--requests", type=int, default=2000, help="requests per round")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--idle", type=float, default=0.0, help="seconds of idle after each request (cold caches)")
@@ -170,8 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             app = create_app(str(tmp / "engines.json"))
         text = "search the web for topic 7 news" if args.search else "Say something short."
-        body = Request.recorded(args.fixture) if args.fixture else Request(json.dumps(
-            {"model": "m", "stream": args.stream, "messages": [{"role": "user", "content": text}]}).encode())
+        body = Request.recorded(args.fixture) if args.fixture else client_request(args.protocol, text, args.stream)
 
         async def run() -> None:
             async with app.router.lifespan_context(app):  # as uvicorn runs it (the GC settings too)

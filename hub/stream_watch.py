@@ -179,7 +179,11 @@ def _decoded(batch: list[bytes], provider: Provider) -> tuple[list[dict], bool]:
 
 def _finishes(chunk: dict) -> bool:
     choices = chunk.get("choices")
-    return isinstance(choices, list) and any(isinstance(c, dict) and c.get("finish_reason") for c in choices)
+    if isinstance(choices, list):
+        for c in choices:
+            if isinstance(c, dict) and c.get("finish_reason"):
+                return True
+    return False
 
 
 def unfinished() -> UpstreamError:

@@ -135,7 +135,7 @@ class _CharByChar(TextCallScanner):
 
         text, out, i, emitted = self._held, [], 0, 0
         while i < len(text):
-            if text[i] not in tc._FIRST:
+            if text[i] not in {t[0] for t in tc._TRIGGERS}:
                 i += 1
                 continue
             kind, end, calls = tc._match(text, i, self.names, final)

@@ -239,10 +239,11 @@ _MATCHERS = {
     "<tool_call>": _hermes, "[TOOL_CALLS]": _mistral, "<|python_tag|>": _python_tag,
     "to=functions.": _functions, "functions.": _functions, "```": _fence, "{": _bare,
 }
-_FIRST = frozenset(t[0] for t in _TRIGGERS)
-_ANY_TRIGGER = re.compile("|".join(map(re.escape, _TRIGGERS)))
-# a trigger cut off by the end of the text can only start this close to the end
-_TAIL = max(map(len, _TRIGGERS)) - 1
+# Where a call may start: a whole trigger, or (mid-stream) the text ends in a trigger's first part.
+_WHOLE = "|".join(map(re.escape, _TRIGGERS))
+_CUT = sorted({t[:k] for t in _TRIGGERS for k in range(1, len(t))}, key=len, reverse=True)
+_ANY_TRIGGER = re.compile(_WHOLE)
+_ANY_TRIGGER_OR_CUT = re.compile(_WHOLE + "|(?:" + "|".join(map(re.escape, _CUT)) + r")\Z")
 
 
 class TextCallScanner:
@@ -268,30 +269,24 @@ class TextCallScanner:
     def _scan(self, final: bool) -> str:
         text = self._held
         n = len(text)
-        # Whole triggers are found by one regex search; a trigger the stream may still complete
-        # (a proper prefix of one, so within _TAIL of the end) only by looking at the tail.
-        tail = n if final else n - _TAIL
+        # Only where a trigger starts (or, mid-stream, where the text ends in a trigger's first
+        # part) can a call start; one regex search finds the next such place.
+        finder = _ANY_TRIGGER if final else _ANY_TRIGGER_OR_CUT
         out: list[str] = []
         i = 0
         emitted = 0
         while i < n:
-            if i < tail:
-                m = _ANY_TRIGGER.search(text, i)
-                j = m.start() if m is not None else n
-                if j >= tail:
-                    i = tail
-                    continue
-                i = j
-            elif text[i] not in _FIRST:
-                i += 1
-                continue
+            m = finder.search(text, i)
+            if m is None:
+                break
+            i = m.start()
             kind, end, calls = _match(text, i, self.names, final)
             if kind == "call":
                 out.append(text[emitted:i])
                 self.calls.extend(calls)
                 i = emitted = end
             elif kind == "partial":
-                if len(text) - i > MAX_HELD:
+                if n - i > MAX_HELD:
                     i += 1
                     continue
                 out.append(text[emitted:i])
