@@ -17,7 +17,7 @@ from .backends import openai_compat
 from .backends.http import UpstreamError
 from .router import Router
 from .settings import Provider, Target
-from .stream_watch import Opened, Watched, first_content, watched_chunks
+from .stream_watch import Opened, Watched, first_content, watched_reads
 from .trace import Trace
 
 log = logging.getLogger("searchhub.dispatch")
@@ -148,8 +148,8 @@ class Dispatcher:
         server_tools: frozenset[str] = frozenset(),
     ) -> tuple[AsyncIterator, Target]:
         """Fails over while nothing reached the client: until the upstream's first content
-        (hub/stream_watch.py). `body` and `raw` (the `data:` payloads of each read instead of
-        decoded chunks) may be decided per target."""
+        (hub/stream_watch.py). The stream comes as decoded chunks, a list per network read, or
+        with `raw` as the `data:` payloads of each read; `body` and `raw` may be decided per target."""
         retries = self.router.config.router.retries
 
         async def open_one(t: Target) -> Opened:
@@ -165,7 +165,7 @@ class Dispatcher:
 
         if _for(raw, target):  # the relay reads it with the watch's rules itself (hub/relay.py)
             return Watched(opened, release), target
-        return watched_chunks(opened, release=release), target
+        return watched_reads(opened, release=release), target
 
     async def held(self, it: AsyncIterator[T], target: Target) -> AsyncIterator[T]:
         """A stream opened with hold: it keeps its concurrency slot until it is consumed or closed."""

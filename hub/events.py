@@ -4,6 +4,10 @@ The internal form is OpenAI Chat Completions: requests are chat request dicts, s
 `chat.completion.chunk` dicts. Server-side search activity, which chat cannot express, travels
 beside the chunks as these events, so the Responses and Messages encoders can show it as
 `web_search_call` items or `server_tool_use` / `web_search_tool_result` blocks.
+
+A pipeline stream yields: a chunk (`dict`); a `list` of chunks, in order (what one upstream read
+brought: the encoders handle a read in one go, not chunk by chunk); `bytes` of framed chat SSE
+(only for a plain relay the encoder asked for, hub/relay.py `Frames`); and the events below.
 """
 
 from __future__ import annotations
@@ -17,6 +21,14 @@ if TYPE_CHECKING:
     from .keys import ApiKey
     from .search.metered import SearchBill
     from .trace import Trace
+
+
+def chunks_in(item: object) -> list[dict]:
+    """The chat chunks a pipeline stream item carries: one for a chunk, several for a list of
+    them, none for anything else."""
+    if isinstance(item, dict):
+        return [item]
+    return item if isinstance(item, list) else []
 
 
 @dataclass(slots=True)

@@ -6,16 +6,14 @@ asked. Both drivers run the same `Turn`: the rounds of one client turn through t
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from . import metrics
 from . import usage as usages
-from .backends.normalize import StreamNormalizer, ToolCallAssembler, normalize_completion
-from .backends.text_calls import TextCall, TextCallScanner, extract
+from .answer import add_usage, fill_usage, final_finish, joined, recover_text_calls
+from .backends.normalize import normalize_completion
 from .chain import ChainSession, ChainState, Hidden, splice
 from .citations import annotate, sources_from_content
 from .dispatch import Dispatcher
@@ -33,8 +31,9 @@ from .router import Router
 from .settings import Config, Limits, Provider, Target
 from .side_requests import ClientTools, classify_side
 from .store import Store
+from .stream_driver import StreamDriver
 from .tools.base import ToolRequest, Transcript
-from .tools.keepalive import Feed, with_keepalive
+from .tools.keepalive import Feed
 from .tools.registry import ServerTools
 from .trace import Trace
 
@@ -79,70 +78,6 @@ class Routing:
     plans: dict[str, Plan] = field(default_factory=dict)  # by provider id
     counted: bool = False  # the intent decision was counted in the metrics
     side: bool | None = None  # a client's side request (hub/side_requests.py), once asked
-
-
-def add_usage(total: dict, usage: dict | None) -> None:
-    """Sum a round's usage into the turn's."""
-    if not isinstance(usage, dict):
-        return
-    for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        v = usage.get(k)
-        if isinstance(v, int):
-            total[k] = total.get(k, 0) + v
-    for group, key in (("prompt_tokens_details", "cached_tokens"), ("completion_tokens_details", "reasoning_tokens")):
-        v = (usage.get(group) or {}).get(key)
-        if isinstance(v, int):
-            d = total.setdefault(group, {})
-            d[key] = d.get(key, 0) + v
-
-
-def joined(texts: list[str]) -> str:
-    """The rounds' texts as one answer, a blank line between rounds that would otherwise run together."""
-    out = ""
-    for t in texts:
-        if out and t and not out[-1].isspace() and not t[0].isspace():
-            out += "\n\n"
-        out += t
-    return out
-
-
-def fill_usage(resp: dict, body: dict, target: Target) -> None:
-    """A completion without usage gets an estimate (hub/usage.py), where the family allows it."""
-    if not usages.missing(resp.get("usage")) or not target.provider.quirks.estimate_usage:
-        return
-    msg = ((resp.get("choices") or [{}])[0] or {}).get("message") or {}
-    text = str(msg.get("content") or "") + "".join(
-        str((c.get("function") or {}).get("arguments") or "") for c in msg.get("tool_calls") or () if isinstance(c, dict))
-    resp["usage"] = usages.estimate(target.provider.id, usages.prompt_tokens(body.get("messages"), body.get("tools")),
-                                    usages.text_tokens(text))
-
-
-def text_call(call: TextCall, index: int | None = None) -> dict:
-    """A call recovered from text, as a tool call."""
-    out: dict = {"id": new_id("call"), "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
-    if index is not None:
-        out["index"] = index
-    return out
-
-
-def recover_text_calls(msg: dict, names: frozenset[str], target: Target) -> None:
-    """Tool calls the backend wrote in the message text become tool_calls (hub/backends/text_calls.py)."""
-    content = msg.get("content")
-    if not names or msg.get("tool_calls") or not isinstance(content, str) or not content:
-        return
-    text, calls = extract(content, names)
-    if calls:
-        metrics.TEXT_TOOL_CALLS.labels(target.provider.id).inc(len(calls))
-        log.info("recovered %d tool call(s) written as text by %s", len(calls), target.key)
-        msg["content"] = text or None
-        msg["tool_calls"] = [text_call(c) for c in calls]
-
-
-def final_finish(finish: str | None, client_calls: bool) -> str:
-    """The finish reason the client sees: its own calls, else the model's, never our tool calls."""
-    if client_calls:
-        return "tool_calls"
-    return "stop" if finish in (None, "tool_calls") else finish
 
 
 class Turn:
@@ -479,175 +414,3 @@ class Pipeline:
         turn.served_to(target)
         before = events if turn.plan.presearch else []
         return StreamDriver(turn, self.config.web_search.keepalive_s).run(it, target, turn.allow, before)
-
-
-class StreamDriver:
-    """Relays each round's chunks live (text, reasoning, the client's calls) while collecting our
-    calls; between rounds it yields the tool events and keepalives."""
-
-    def __init__(self, turn: Turn, keepalive_s: float) -> None:
-        self.turn = turn
-        self.keepalive_s = keepalive_s
-        self.base: dict | None = None
-        self.sent_role = False
-        self.prev_text_end_ws = True
-        self.finish: str | None = None
-        self.their_ids: list[str] = []
-        self.their_calls = False
-
-    async def run(self, it: AsyncIterator[dict], target: Target, allow: bool,
-                  before: list | None = None) -> AsyncIterator:
-        turn = self.turn
-        for item in before or ():  # the presearch's events
-            yield item
-        try:
-            while True:
-                ours = ToolCallAssembler()
-                round_text: list[str] = []
-                scanner = TextCallScanner(turn.plan.text_names if allow else frozenset())
-                async for chunk in self._round(it, ours, round_text, scanner, target):
-                    yield chunk
-                if round_text:
-                    self.prev_text_end_ws = round_text[-1][-1:].isspace()
-                our_calls = ours.calls()
-                if not our_calls or not allow:
-                    break
-                events = Feed()
-                task = asyncio.ensure_future(turn.after_round("".join(round_text), our_calls, self.their_ids, events))
-                async for item in with_keepalive(task, events, self.keepalive_s):
-                    yield item
-                if not task.result():
-                    break
-                allow = turn.allowed()
-                self.finish = None
-                await it.aclose()
-                it, target = await turn.pipeline.dispatcher.stream(turn.plan.route, turn.candidates, turn.body(allow),
-                                                                   trace=turn.trace,
-                                                                   server_tools=turn.pipeline.tools.names)
-                turn.served_to(target)
-        finally:
-            await it.aclose()
-        for chunk in self._ending(target):
-            yield chunk
-        await turn.finish(final_finish(self.finish, self.their_calls), {"usage": turn.usage, "text": "".join(turn.texts)})
-
-    async def _round(self, it: AsyncIterator[dict], ours: ToolCallAssembler, round_text: list[str],
-                     scanner: TextCallScanner, target: Target) -> AsyncIterator:
-        turn = self.turn
-        normalizer = StreamNormalizer()
-        kinds: dict[int, bool] = {}  # upstream tool-call index -> is ours
-        their_index: dict[int, int] = {}
-        chunks = 0
-        has_usage = False
-        native_calls = False
-        async for raw in it:
-            chunks += 1
-            text = normalizer.text_only(raw) if self.base is not None else None
-            if text is not None:  # the common chunk: text only, no fixing needed
-                if text and (shown := self._text(text, round_text, scanner, native_calls)):
-                    yield self._chunk({"content": shown})
-                continue
-            chunk = normalizer.feed(raw)
-            if chunk is None:
-                continue
-            if not usages.missing(chunk.get("usage")):
-                has_usage = True
-                add_usage(turn.usage, chunk["usage"])
-            choices = chunk.get("choices")
-            if not choices:
-                continue
-            if self.base is None:
-                self.base = {k: chunk[k] for k in ("id", "object", "created", "model") if k in chunk}
-                self.base["object"] = "chat.completion.chunk"
-            choice = choices[0]
-            delta = choice.get("delta") or {}
-            out: dict = {}
-            text = delta.get("content")
-            if text and (shown := self._text(text, round_text, scanner, native_calls)):
-                out["content"] = shown
-            if delta.get("reasoning_content"):
-                out["reasoning_content"] = delta["reasoning_content"]
-            for tc in delta.get("tool_calls") or []:
-                native_calls = True
-                idx = tc.get("index", 0)
-                if idx not in kinds:
-                    kinds[idx] = turn.ours(tc)
-                if kinds[idx]:
-                    ours.add([tc])
-                else:
-                    self.their_calls = True
-                    if tc.get("id"):
-                        self.their_ids.append(tc["id"])
-                    mapped = their_index.setdefault(idx, len(their_index))
-                    out.setdefault("tool_calls", []).append({**tc, "index": mapped})
-            if choice.get("finish_reason"):
-                self.finish = choice["finish_reason"]
-            if out:
-                yield self._chunk(out)
-        for chunk in self._round_end(scanner, native_calls, kinds, their_index, ours, round_text, target):
-            yield chunk
-        if not has_usage and chunks and target.provider.quirks.estimate_usage:
-            add_usage(turn.usage, usages.estimate(target.provider.id, usages.prompt_tokens(
-                turn.messages, turn.plan.body.get("tools")), max(chunks - 2, 1)))
-
-    def _text(self, text: str, round_text: list[str], scanner: TextCallScanner, native_calls: bool) -> str:
-        """What to show of a round's text delta (the scanner holds back what may be a call written
-        as text); a round's text after an earlier round's starts a new paragraph."""
-        shown = text if native_calls else scanner.feed(text)
-        if not shown:
-            return ""
-        if not round_text and self.turn.texts and not self.prev_text_end_ws and not shown[0].isspace():
-            shown = "\n\n" + shown
-        round_text.append(text)
-        self.turn.texts.append(shown)
-        return shown
-
-    def _chunk(self, delta: dict) -> dict:
-        """An answer chunk with this delta (the first one says the role)."""
-        if not self.sent_role:
-            delta = {"role": "assistant", **delta}
-            self.sent_role = True
-        return {**self.base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
-
-    def _round_end(self, scanner: TextCallScanner, native_calls: bool, kinds: dict, their_index: dict,
-                   ours: ToolCallAssembler, round_text: list[str], target: Target) -> list[dict]:
-        """What the text-call scanner still held: the text, and the calls it recovered."""
-        turn = self.turn
-        rest = scanner.finish()
-        out: dict = {}
-        if rest:
-            round_text.append(rest)
-            turn.texts.append(rest)
-            out["content"] = rest
-        if scanner.calls and not native_calls:
-            metrics.TEXT_TOOL_CALLS.labels(target.provider.id).inc(len(scanner.calls))
-            log.info("recovered %d tool call(s) written as text by %s", len(scanner.calls), target.key)
-            for call in scanner.calls:
-                tc = text_call(call, index=len(kinds))
-                kinds[len(kinds)] = call.name in turn.plan.served
-                if call.name in turn.plan.served:
-                    ours.add([tc])
-                else:
-                    self.their_calls = True
-                    self.their_ids.append(tc["id"])
-                    out.setdefault("tool_calls", []).append({**tc, "index": len(their_index)})
-                    their_index[len(their_index)] = len(their_index)
-        if not out or self.base is None:
-            return []
-        return [self._chunk(out)]
-
-    def _ending(self, target: Target) -> list[dict]:
-        """Citations, the finish and the summed usage, as the last chunks."""
-        base = self.base or {"id": "chatcmpl-" + str(int(time.time() * 1000)), "object": "chat.completion.chunk",
-                             "created": int(time.time()), "model": target.model}
-        finish = final_finish(self.finish, self.their_calls)
-        sources = self.turn.state.sources
-        out = []
-        annotations = annotate("".join(self.turn.texts), sources) if sources else []
-        if annotations:
-            out.append({**base, "choices": [{"index": 0, "delta": {"annotations": annotations}, "finish_reason": None}]})
-        final_delta = {} if self.sent_role else {"role": "assistant"}
-        out.append({**base, "choices": [{"index": 0, "delta": final_delta, "finish_reason": finish}]})
-        out.append({**base, "choices": [], "usage": self.turn.usage or None})
-        return out
-

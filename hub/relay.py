@@ -114,22 +114,28 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: Callable[[], int
         await stream.close()
 
 
-async def relay_chunks(it: AsyncIterator[dict], target: Target | None = None, *,
-                       prompt: Callable[[], int] = lambda: 0) -> AsyncIterator[dict]:
+async def relay_chunks(it: AsyncIterator[list[dict]], target: Target | None = None, *,
+                       prompt: Callable[[], int] = lambda: 0) -> AsyncIterator[list[dict]]:
+    """A relay for an encoder that translates (Messages, Responses): each read's chunks,
+    normalized, as one list (hub/events.py)."""
     normalizer = StreamNormalizer()
     chunks = 0
     seen_usage = False
     base: dict = {}
     try:
-        async for raw in it:
-            chunks += 1
-            chunk = normalizer.feed(raw)
-            if chunk is not None:
-                if not base:
-                    base = {k: chunk[k] for k in ("id", "object", "created", "model") if k in chunk}
-                seen_usage = seen_usage or not usages.missing(chunk.get("usage"))
-                yield chunk
+        async for read in it:
+            chunks += len(read)
+            out = []
+            for raw in read:
+                chunk = normalizer.feed(raw)
+                if chunk is not None:
+                    if not base:
+                        base = {k: chunk[k] for k in ("id", "object", "created", "model") if k in chunk}
+                    seen_usage = seen_usage or not usages.missing(chunk.get("usage"))
+                    out.append(chunk)
+            if out:
+                yield out
         if target is not None and not seen_usage and target.provider.quirks.estimate_usage and chunks:
-            yield {**base, "choices": [], "usage": usages.estimate(target.provider.id, prompt(), max(chunks - 2, 1))}
+            yield [{**base, "choices": [], "usage": usages.estimate(target.provider.id, prompt(), max(chunks - 2, 1))}]
     finally:
         await it.aclose()

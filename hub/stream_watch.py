@@ -135,13 +135,14 @@ async def watched_batches(opened: Opened, *, check_end: bool = True,
             release()
 
 
-async def watched_chunks(opened: Opened, *, release: Callable[[], None] | None = None) -> AsyncIterator[dict]:
-    """The stream as decoded chunks; ends at `[DONE]`; raises when it ended without a finish.
-    Reads the opened stream itself (not through watched_batches: one generator less per chunk)."""
+async def watched_reads(opened: Opened, *, release: Callable[[], None] | None = None) -> AsyncIterator[list[dict]]:
+    """The stream as decoded chunks, a list per network read (never an empty one: the reads
+    before the first content come as one); ends at `[DONE]`; raises when it ended without a
+    finish. Reads the opened stream itself (not through watched_batches: one generator less)."""
     provider = opened.provider
     stream = Watched(opened, release)
     try:
-        head: list[dict] = []  # the reads before the first content, decoded together
+        head: list[dict] = []
         ended = False
         for batch in opened.head:
             chunks, ended = _decoded(batch, provider)
@@ -149,15 +150,15 @@ async def watched_chunks(opened: Opened, *, release: Callable[[], None] | None =
             if ended:
                 break
         finish = any(map(_finishes, head))
-        for chunk in head:
-            yield chunk
+        if head:
+            yield head
         if ended:
             return
         async for batch in opened.rest:
             chunks, ended = _decoded(batch, provider)
-            for chunk in chunks:
-                finish = finish or _finishes(chunk)
-                yield chunk
+            if chunks:
+                finish = finish or any(map(_finishes, chunks))
+                yield chunks
             if ended:
                 return
         if not finish:

@@ -78,6 +78,16 @@ def _stream_failed(e: Exception) -> bytes:
     return openai_stream_error(e)
 
 
+def _frame(chunk: dict, include_usage: bool) -> bytes:
+    """One chunk as an SSE event; usage only when the client asked for it (nothing for a chunk
+    that carried only usage)."""
+    if not include_usage and "usage" in chunk:
+        if not chunk.get("choices"):
+            return b""
+        chunk = {k: v for k, v in chunk.items() if k != "usage"}
+    return b"data: " + _encode(chunk) + b"\n\n"
+
+
 async def encode_stream(items: AsyncGenerator, include_usage: bool) -> AsyncIterator[bytes]:
     try:
         async for item in items:
@@ -85,12 +95,14 @@ async def encode_stream(items: AsyncGenerator, include_usage: bool) -> AsyncIter
                 yield item
                 if item.endswith(DONE):
                     return
+            elif isinstance(item, list):  # one upstream read's chunks: one write
+                frames = b"".join([_frame(chunk, include_usage) for chunk in item])
+                if frames:
+                    yield frames
             elif isinstance(item, dict):
-                if not item.get("choices") and "usage" in item and not include_usage:
-                    continue
-                if not include_usage and "usage" in item:
-                    item = {k: v for k, v in item.items() if k != "usage"}
-                yield b"data: " + _encode(item) + b"\n\n"
+                frame = _frame(item, include_usage)
+                if frame:
+                    yield frame
             elif isinstance(item, Keepalive):
                 yield b": keepalive\n\n"
             elif isinstance(item, ToolStarted):  # chat has no event for it: a comment says work began

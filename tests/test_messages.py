@@ -554,3 +554,23 @@ def test_stream_fail_is_an_error_event() -> None:
     assert parse_sse(raw)[-1] == ("error", {"type": "error", "error": {"type": "overloaded_error",
                                                                        "message": "Overloaded"}})
     assert enc.finish() == b""
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_item, max_size=8), st.lists(st.integers(0, 8), max_size=3), st.booleans())
+def test_stream_encoder_takes_a_read_of_chunks_as_its_chunks_one_by_one(items, cuts, hosted) -> None:
+    """The pipeline hands over what one upstream read brought as a list (hub/events.py)."""
+    extra = {"tools": [{"type": "web_search_20250305", "name": "web_search"}]} if hosted else {}
+    _, ctx = to_chat(req(stream=True, **extra))
+    grouped: list = []
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and i not in cuts and grouped and isinstance(grouped[-1], list):
+            grouped[-1].append(item)
+        else:
+            grouped.append([item] if isinstance(item, dict) else item)
+
+    def encoded(seq: list) -> bytes:
+        enc = MessagesStream(ctx, input_tokens=42, id="msg_1")
+        return enc.start() + b"".join(enc.feed(i) for i in seq) + enc.finish()
+
+    assert encoded(grouped) == encoded(items)

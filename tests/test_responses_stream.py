@@ -387,3 +387,35 @@ def test_any_item_sequence_encodes_to_a_valid_stream(items: list, req: dict, bre
     events, _ = run(ctx_for(req), [*items, *([RuntimeError("broke")] if breaks else [])])
     final = check_events(events)
     assert final["status"] == "failed" if breaks else final["status"] in ("completed", "incomplete")
+
+
+def _grouped(items: list, cuts: list[int]) -> list:
+    """The same items with runs of chat chunks handed over as lists (one upstream read each)."""
+    out: list = []
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and i not in cuts and out and isinstance(out[-1], list):
+            out[-1].append(item)
+        else:
+            out.append([item] if isinstance(item, dict) else item)
+    return out
+
+
+def _shape(events: list[dict]) -> list:
+    """Events with the generated ids and times taken out."""
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in ("id", "item_id", "created_at", "call_id")}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+    return [strip(e) for e in events]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(_item, max_size=14), req=st.sampled_from(_CTX_REQUESTS),
+       cuts=st.lists(st.integers(0, 14), max_size=4))
+def test_a_read_of_chunks_encodes_as_its_chunks_one_by_one(items: list, req: dict, cuts: list[int]) -> None:
+    one_by_one, _ = run(ctx_for(req), items)
+    grouped, raw = run(ctx_for(req), _grouped(items, cuts))
+    assert _shape(grouped) == _shape(one_by_one)
+    check_events(grouped)

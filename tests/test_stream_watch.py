@@ -70,12 +70,18 @@ def test_a_good_chat_stream_passes_however_it_is_read(cuts, no_done) -> None:
         opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
         relayed = await drain(stream_watch.watched_batches(opened))
         opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
-        chunks = await drain(stream_watch.watched_chunks(opened))
-        return relayed, chunks
+        reads = await drain(stream_watch.watched_reads(opened))
+        return relayed, reads
 
-    relayed, chunks = asyncio.run(run())
+    relayed, reads = asyncio.run(run())
     assert [p for b in relayed for p in b] == payloads
-    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices")) == "Hello there"
+    assert all(reads), "an empty read was yielded"
+    chunks = [c for r in reads for c in r]
+    assert chunks == [json.loads(p) for p in payloads if p != b"[DONE]"]
+    # the reads up to the first content come as one; each later read as it was
+    decoded = [[json.loads(p) for p in b if p != b"[DONE]"] for b in batches]
+    first = next(i for i, b in enumerate(batches) if any(b'"Hello"' in p for p in b))
+    assert reads == [c for c in [[c for b in decoded[:first + 1] for c in b], *decoded[first + 1:]] if c]
 
 
 @settings(max_examples=60, deadline=None)
@@ -87,7 +93,7 @@ def test_a_chat_stream_cut_after_content_raises_at_its_end(cuts, end) -> None:
         opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
         await drain(watch(opened))
 
-    for watch in (stream_watch.watched_batches, stream_watch.watched_chunks):
+    for watch in (stream_watch.watched_batches, stream_watch.watched_reads):
         try:
             asyncio.run(run(watch))
         except UpstreamError as e:
@@ -119,7 +125,7 @@ def test_any_chat_payloads_either_open_or_fail_cleanly(batches) -> None:
     source = Source(batches)
 
     asyncio.run(open_or_fail_cleanly(source, stream_watch.first_content(source(), PROVIDER),
-                                     stream_watch.watched_chunks))
+                                     stream_watch.watched_reads))
 
 
 NATIVE_GOOD = {"anthropic": ANSWERS["anthropic_ok"].split(b"\r\n\r\n", 1)[1],

@@ -17,7 +17,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, replace
 
 from .. import metrics
-from ..events import Options, Outcome, ToolFinished, ToolStarted
+from ..events import Options, Outcome, ToolFinished, ToolStarted, chunks_in
 from ..ids import random_alnum
 from ..search import render
 from ..search.base import INVALID_TOOL_INPUT, failure
@@ -148,15 +148,14 @@ class SearchExecution:
                 items = await self.summarizer.stream(self._summary_body(text, True), self._summary_opts())
                 async with aclosing(items):
                     async for item in items:
-                        if not isinstance(item, dict):
-                            continue
-                        if item.get("usage"):
-                            summary_usage = item["usage"]
-                        for choice in item.get("choices") or ():
-                            piece = (choice.get("delta") or {}).get("content")
-                            if isinstance(piece, str) and piece:
-                                sent = True
-                                yield _chunk(self.model, {"content": piece})
+                        for chunk in chunks_in(item):
+                            if chunk.get("usage"):
+                                summary_usage = chunk["usage"]
+                            for choice in chunk.get("choices") or ():
+                                piece = (choice.get("delta") or {}).get("content")
+                                if isinstance(piece, str) and piece:
+                                    sent = True
+                                    yield _chunk(self.model, {"content": piece})
             except Exception as e:
                 log.warning("search summary failed (%s)%s", type(e).__name__,
                             "" if sent else "; answering with the digest")

@@ -105,6 +105,8 @@ class MessagesStream:
     def feed(self, item: object) -> bytes:
         if isinstance(item, dict):
             return self._chunk(item)
+        if isinstance(item, list):  # one upstream read's chunks
+            return b"".join([self._chunk(chunk) for chunk in item if isinstance(chunk, dict)])
         if isinstance(item, ToolStarted):
             return self._tool_started(item.call)
         if isinstance(item, ToolFinished):

@@ -123,8 +123,9 @@ class ResponsesStream:
                     if isinstance(item, Keepalive):
                         yield KEEPALIVE
                         continue
-                    for event in self.feed(item):
-                        yield sse(event)
+                    events = self.feed(item)
+                    if events:  # an item's events in one write
+                        yield b"".join([sse(event) for event in events])
             except Exception as exc:  # the stream broke after it started: say so in-band
                 code, message = describe_error(exc)
                 final = self.fail(message, code)
@@ -149,6 +150,10 @@ class ResponsesStream:
         events = self.start()
         if isinstance(item, dict):
             events += self._chunk(item)
+        elif isinstance(item, list):  # one upstream read's chunks
+            for chunk in item:
+                if isinstance(chunk, dict):
+                    events += self._chunk(chunk)
         elif isinstance(item, ToolStarted):
             events += self._search_started(item.call)
         elif isinstance(item, ToolFinished):
