@@ -11,11 +11,13 @@ misses are not counted), so quote them beside a timed run, not instead of one.
   .venv/bin/python bench/instructions.py --search --stream                 # the working tree
   .venv/bin/python bench/instructions.py --search --stream --checkout /tmp/other   # another tree
   .venv/bin/python bench/instructions.py --repeat 3 --search --stream --protocol messages
+  FAKE_CHUNKS=40 .venv/bin/python bench/instructions.py --stream   # the fake's settings (bench/fake_backend.py)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -32,7 +34,7 @@ def irefs(checkout: Path, requests: int, flags: list[str]) -> int:
            "--trace-children=no", sys.executable, str(checkout / "bench" / "inprocess.py"),
            "--rounds", "1", "--requests", str(requests), *flags]
     out = subprocess.run(cmd, cwd=checkout, capture_output=True, text=True, timeout=900,
-                         env={"PYTHONPATH": str(checkout), "PATH": "/usr/bin:/bin"})
+                         env={**os.environ, "PYTHONPATH": str(checkout)})
     m = IREFS.search(out.stderr)
     if out.returncode != 0 or m is None:
         raise SystemExit(f"valgrind run failed (rc {out.returncode}):\n{out.stderr[-2000:]}")

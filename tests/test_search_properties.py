@@ -177,10 +177,11 @@ def test_fit_caps_the_tool_content(hits, summary, query, max_bytes):
 
 
 @settings(max_examples=300, deadline=None)
-@given(value=st.one_of(texts, st.text(), leaves), cap=st.integers(1, 5000))
+@given(value=st.one_of(texts, st.text(), st.text(alphabet=" ab.\t", max_size=30), leaves), cap=st.integers(1, 5000))
 def test_clean_text_is_plain_and_capped(value, cap):
     out = clean_text(value, cap)
     assert len(out) <= cap and "\n" not in out and out == out.strip()
+    assert "  " not in out and "\t" not in out  # whitespace collapsed
     assert_plain(out)
 
 

@@ -322,7 +322,7 @@ class _Conn(asyncio.Protocol):
         if self.head_bytes > MAX_HEAD:
             raise BadResponse(f"the upstream's answer has more than {MAX_HEAD} bytes of headers")
         n = name.lower()
-        if n == b"content-length" or (n == b"transfer-encoding" and b"chunked" in value.lower()):
+        if n == b"content-length" or (n == b"transfer-encoding" and value.lower().find(b"chunked") >= 0):
             self.eof_body = False
         elif n == b"content-encoding":
             enc = value.strip().lower()

@@ -249,7 +249,7 @@ async def sse_batches(resp: httpx.Response | Streamed) -> AsyncIterator[list[byt
     try:
         async for chunk in chunks:
             buf += chunk
-            if b"\n" not in chunk:
+            if chunk.find(b"\n") < 0:  # not `in`: see hub/relay.py
                 continue
             *lines, buf = buf.split(b"\n")
             batch = [line[5:].strip() for line in lines if line.startswith(b"data:")]

@@ -239,11 +239,12 @@ _MATCHERS = {
     "<tool_call>": _hermes, "[TOOL_CALLS]": _mistral, "<|python_tag|>": _python_tag,
     "to=functions.": _functions, "functions.": _functions, "```": _fence, "{": _bare,
 }
-# Where a call may start: a whole trigger, or (mid-stream) the text ends in a trigger's first part.
-_WHOLE = "|".join(map(re.escape, _TRIGGERS))
+# Where a call may start: a whole trigger, or (mid-stream) the text ends in a trigger's first
+# part, which can only begin within _TAIL characters of the end (so only that is searched for it).
+_ANY_TRIGGER = re.compile("|".join(map(re.escape, _TRIGGERS)))
 _CUT = sorted({t[:k] for t in _TRIGGERS for k in range(1, len(t))}, key=len, reverse=True)
-_ANY_TRIGGER = re.compile(_WHOLE)
-_ANY_TRIGGER_OR_CUT = re.compile(_WHOLE + "|(?:" + "|".join(map(re.escape, _CUT)) + r")\Z")
+_CUT_AT_END = re.compile("(?:" + "|".join(map(re.escape, _CUT)) + r")\Z")
+_TAIL = max(map(len, _TRIGGERS)) - 1
 
 
 class TextCallScanner:
@@ -270,16 +271,20 @@ class TextCallScanner:
         text = self._held
         n = len(text)
         # Only where a trigger starts (or, mid-stream, where the text ends in a trigger's first
-        # part) can a call start; one regex search finds the next such place.
-        finder = _ANY_TRIGGER if final else _ANY_TRIGGER_OR_CUT
+        # part) can a call start; a regex search finds the next such place.
         out: list[str] = []
         i = 0
         emitted = 0
         while i < n:
-            m = finder.search(text, i)
-            if m is None:
+            m = _ANY_TRIGGER.search(text, i)
+            j = m.start() if m is not None else n
+            if not final and j > n - _TAIL:
+                cut = _CUT_AT_END.search(text, max(i, n - _TAIL))
+                if cut is not None and cut.start() < j:
+                    j = cut.start()
+            if j >= n:
                 break
-            i = m.start()
+            i = j
             kind, end, calls = _match(text, i, self.names, final)
             if kind == "call":
                 out.append(text[emitted:i])

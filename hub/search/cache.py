@@ -48,6 +48,8 @@ class SearchCache:
         return self._cache.enabled
 
     async def get(self, engine_id: str, req: SearchRequest) -> SearchResult | None:
+        if not self.enabled:  # cacheTtlMs 0: not even a key to compute
+            return None
         stored = await self._cache.get(cache_key(engine_id, req))
         if stored is None:
             return None

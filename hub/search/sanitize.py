@@ -59,11 +59,12 @@ def clean_text(value: Any, cap: int, *, multiline: bool = False) -> str:
         s = html.unescape(s)
         if "<" in s:  # entity-encoded markup (&lt;b&gt;)
             s = _TAG.sub("", s)
-    if not (s.isascii() and s.isprintable()):  # the common case has nothing invisible to strip
+    plain = s.isascii() and s.isprintable()  # the common case: nothing invisible, no \n or \t
+    if not plain:
         s = _INVISIBLE.sub("", s)
     if multiline:
         s = _BLANK_LINES.sub("\n\n", _LINE_EDGES.sub("\n", _INLINE_SPACE.sub(" ", s))).strip()
-    else:
+    elif not plain or "  " in s or s[:1] == " " or s[-1:] == " ":  # else splitting changes nothing
         s = " ".join(s.split())
     return truncate(s, cap)
 
