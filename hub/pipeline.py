@@ -23,6 +23,7 @@ from .ids import new_id
 from .injection import Decision, decide, eligible, ineligible_reason, request_of, tool_name
 from .intent import latest_user_text
 from .logctx import chain_id_var
+from .logformat import DirectLog
 from .loop import LoopState, run_round
 from .presearch import search_call, search_query, with_results
 from .protocols.chat_request import CONTEXT_COUNTS, search_options
@@ -38,6 +39,7 @@ from .tools.registry import ServerTools
 from .trace import Trace
 
 log = logging.getLogger("searchhub.pipeline")
+round_log = DirectLog("searchhub.pipeline")  # a line per search round, written with the request's (hub/logformat.py)
 
 
 @dataclass
@@ -150,7 +152,7 @@ class Turn:
     async def after_round(self, text: str | None, ours: list[dict], their_ids: list[str], events: Feed | None) -> bool:
         """Run our calls of a round; True when the model gets another round, False when the turn
         ends here (client calls in the same round: ours are hidden in the chain for the splice)."""
-        log.info("round %d: %d server tool call(s)", self.state.rounds + 1, len(ours))
+        round_log.info(f"round {self.state.rounds + 1}: {len(ours)} server tool call(s)")
         tool_msgs = await run_round(self.state, ours, self.pipeline.tools,
                                     emit=events.append if events is not None else None)
         assistant = {"role": "assistant", "content": text or None, "tool_calls": ours}

@@ -63,23 +63,38 @@ class StreamDriver:
                 our_calls = rnd.ours.calls()
                 if not our_calls or not allow:
                     break
+                await it.aclose()  # ended already: this frees it before the next one opens
                 events = Feed()
-                task = asyncio.ensure_future(turn.after_round("".join(rnd.text), our_calls, self.their_ids, events))
-                async for item in with_keepalive(task, events, self.keepalive_s):
-                    yield item
-                if not task.result():
+                task = asyncio.ensure_future(self._next_round("".join(rnd.text), our_calls, events))
+                try:
+                    async for item in with_keepalive(task, events, self.keepalive_s):
+                        yield item
+                except BaseException:  # abandoned after the next stream opened: close it
+                    if task.done() and not task.cancelled() and task.exception() is None and task.result():
+                        await task.result()[1].aclose()
+                    raise
+                opened = task.result()
+                if opened is None:
                     break
-                allow = turn.allowed()
+                allow, it, target = opened
                 self.finish = None
-                await it.aclose()
-                it, target = await turn.pipeline.dispatcher.stream(turn.plan.route, turn.candidates, turn.body(allow),
-                                                                   trace=turn.trace,
-                                                                   server_tools=turn.pipeline.tools.names)
                 turn.served_to(target)
         finally:
             await it.aclose()
         yield self._ending(target)
         await turn.finish(final_finish(self.finish, self.their_calls), {"usage": turn.usage, "text": "".join(turn.texts)})
+
+    async def _next_round(self, text: str, calls: list[dict], events: Feed) -> tuple | None:
+        """Our calls run, then at once the next round's stream opens (in the same task, so the
+        model is asked the moment the results are in; their events reach the client meanwhile):
+        (allow, stream, target), or None when the turn ends here."""
+        turn = self.turn
+        if not await turn.after_round(text, calls, self.their_ids, events):
+            return None
+        allow = turn.allowed()
+        it, target = await turn.pipeline.dispatcher.stream(turn.plan.route, turn.candidates, turn.body(allow),
+                                                           trace=turn.trace, server_tools=turn.pipeline.tools.names)
+        return allow, it, target
 
     def chunk(self, delta: dict) -> dict:
         """An answer chunk with this delta (the first one says the role)."""

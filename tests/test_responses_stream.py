@@ -404,7 +404,8 @@ def _shape(events: list[dict]) -> list:
     """Events with the generated ids and times taken out."""
     def strip(v):
         if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if k not in ("id", "item_id", "created_at", "call_id")}
+            return {k: strip(x) for k, x in v.items()
+                    if k not in ("id", "item_id", "created_at", "completed_at", "call_id")}
         if isinstance(v, list):
             return [strip(x) for x in v]
         return v

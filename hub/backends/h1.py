@@ -122,17 +122,9 @@ class Response:
             raise self._error
         return self._take() if self._chunks else b""
 
-    async def iter_any(self):
+    def iter_any(self) -> _Reads:
         """The body as it arrives: everything received since the last step, at each step."""
-        while True:
-            if self._chunks:
-                yield self._take()
-            elif self._error is not None:
-                raise self._error
-            elif self._done:
-                return
-            else:
-                await self._wait()
+        return _Reads(self)
 
     def release(self) -> None:
         """Done with the answer: a connection still carrying part of it is closed, not reused."""
@@ -140,6 +132,30 @@ class Response:
         if conn is not None and not self._done:
             self._conn = None
             conn.discard()
+
+
+class _Reads:
+    """`Response.iter_any`: an iterator object, not an async generator, so one dropped before its
+    end (a stream that ended at `[DONE]`) leaves nothing for the event loop to finalize."""
+
+    __slots__ = ("resp",)
+
+    def __init__(self, resp: Response) -> None:
+        self.resp = resp
+
+    def __aiter__(self) -> _Reads:
+        return self
+
+    async def __anext__(self) -> bytes:
+        resp = self.resp
+        while True:
+            if resp._chunks:
+                return resp._take()
+            if resp._error is not None:
+                raise resp._error
+            if resp._done:
+                raise StopAsyncIteration
+            await resp._wait()
 
 
 class _Conn(asyncio.Protocol):

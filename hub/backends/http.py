@@ -260,6 +260,9 @@ async def sse_batches(resp: httpx.Response | Streamed) -> AsyncIterator[list[byt
     except _TRANSPORT_ERRORS as e:
         raise _transport_error(e) from None
     finally:
+        aclose = getattr(chunks, "aclose", None)  # httpx's is an async generator: close it here,
+        if aclose is not None:  # or the event loop finalizes it later, with a task of its own
+            await aclose()
         await resp.aclose()
 
 
