@@ -62,3 +62,15 @@ def searxng_engine(fakes, id: str = "searxng", **extra) -> dict:
 def serper_engine(fakes, id: str = "serper", **extra) -> dict:
     return {"id": id, "type": "serper", "apiKey": KEYS["serper"], "baseURL": fakes.base_url(fakes.server, "serper"),
             "description": "Google results via Serper", **extra}
+
+
+def as_reads(items: list, cuts: list[int]) -> list:
+    """Pipeline stream items with runs of chat chunks handed over as lists, as one upstream read's
+    chunks are (hub/events.py); a cut index starts a new read."""
+    out: list = []
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and i not in cuts and out and isinstance(out[-1], list):
+            out[-1].append(item)
+        else:
+            out.append([item] if isinstance(item, dict) else item)
+    return out

@@ -18,6 +18,8 @@ from hub.protocols.messages import MessagesStream, estimate_input_tokens, from_c
 from hub.search.base import Hit, SearchResult
 from hub.tools.web_search import SearchCall, decode_hit
 
+from .helpers import as_reads
+
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"
 
 
@@ -562,12 +564,7 @@ def test_stream_encoder_takes_a_read_of_chunks_as_its_chunks_one_by_one(items, c
     """The pipeline hands over what one upstream read brought as a list (hub/events.py)."""
     extra = {"tools": [{"type": "web_search_20250305", "name": "web_search"}]} if hosted else {}
     _, ctx = to_chat(req(stream=True, **extra))
-    grouped: list = []
-    for i, item in enumerate(items):
-        if isinstance(item, dict) and i not in cuts and grouped and isinstance(grouped[-1], list):
-            grouped[-1].append(item)
-        else:
-            grouped.append([item] if isinstance(item, dict) else item)
+    grouped = as_reads(items, cuts)
 
     def encoded(seq: list) -> bytes:
         enc = MessagesStream(ctx, input_tokens=42, id="msg_1")

@@ -22,6 +22,8 @@ from hub.protocols.responses import KEEPALIVE, ResponsesStream, to_chat
 from hub.search.base import Hit, SearchResult
 from hub.tools.web_search import SearchCall
 
+from .helpers import as_reads
+
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 CODEX = sorted(FIXTURES.glob("*.json"))
 _EVENT_TYPES = {typing.get_args(cls.model_fields["type"].annotation)[0]: cls
@@ -389,17 +391,6 @@ def test_any_item_sequence_encodes_to_a_valid_stream(items: list, req: dict, bre
     assert final["status"] == "failed" if breaks else final["status"] in ("completed", "incomplete")
 
 
-def _grouped(items: list, cuts: list[int]) -> list:
-    """The same items with runs of chat chunks handed over as lists (one upstream read each)."""
-    out: list = []
-    for i, item in enumerate(items):
-        if isinstance(item, dict) and i not in cuts and out and isinstance(out[-1], list):
-            out[-1].append(item)
-        else:
-            out.append([item] if isinstance(item, dict) else item)
-    return out
-
-
 def _shape(events: list[dict]) -> list:
     """Events with the generated ids and times taken out."""
     def strip(v):
@@ -417,6 +408,6 @@ def _shape(events: list[dict]) -> list:
        cuts=st.lists(st.integers(0, 14), max_size=4))
 def test_a_read_of_chunks_encodes_as_its_chunks_one_by_one(items: list, req: dict, cuts: list[int]) -> None:
     one_by_one, _ = run(ctx_for(req), items)
-    grouped, raw = run(ctx_for(req), _grouped(items, cuts))
+    grouped, raw = run(ctx_for(req), as_reads(items, cuts))
     assert _shape(grouped) == _shape(one_by_one)
     check_events(grouped)
