@@ -56,7 +56,8 @@ class RelayStream(EventStream):
     """A plain relay's frames written as they come (encode_stream's rules for `bytes` items, without
     its generator in between: one layer less on every chunk)."""
 
-    async def _pump(self, send) -> bool:
+    async def _pump(self, send, start) -> bool:
+        await start()  # the relay's first frames are ready: no reason to wait
         try:
             async for frames in self.chunks:
                 if frames.endswith(DONE):  # the last write: it ends the body too

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TypeVar
 
 import msgspec
@@ -253,9 +253,16 @@ class EventStream(Response):
         self.init_headers(headers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        started = False
+
+        async def start() -> None:  # the status line and headers, once, before the first body
+            nonlocal started
+            if not started:
+                started = True
+                await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+
         try:
-            ended = await until_disconnect(receive, self._pump(send))
+            ended = await until_disconnect(receive, self._pump(send, start))
         except ClientGone:
             return
         finally:
@@ -263,19 +270,29 @@ class EventStream(Response):
             if aclose is not None:
                 await aclose()
         if not ended:
+            await start()
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _pump(self, send: Send) -> bool:
+    async def _pump(self, send: Send, start: Callable[[], Awaitable[None]]) -> bool:
         """Write the chunks, those that are ready together in one write; True when the last write
         already ended the body. A stream whose upstream read brought several chunks (the tool loop's
         and the protocol translators' events) goes out in one write instead of one per event, with
-        no added wait: what is pending goes out as soon as the next chunk is not ready."""
-        pending: list[bytes] = []
+        no added wait: what is pending goes out as soon as the next chunk is not ready.
 
-        def body(more: bool) -> dict:  # what is pending, as one write
+        The headers go out when the producer first has to wait, after one turn of the event loop:
+        work it has just started (a search round's requests) is sent first, and the write to the
+        client, which wakes the client, comes after it (µs later, not a model call later)."""
+        pending: list[bytes] = []
+        opened = False
+
+        async def write(more: bool) -> None:  # what is pending, as one write
+            nonlocal opened
+            if not opened:
+                opened = True
+                await start()
             message = {"type": "http.response.body", "body": b"".join(pending), "more_body": more}
             pending.clear()
-            return message
+            await send(message)
 
         size = 0
         anext = self.chunks.__anext__
@@ -289,13 +306,18 @@ class EventStream(Response):
                 break
             except BaseException:
                 if pending:
-                    await send(body(True))
+                    await write(True)
                 raise
             else:
-                if pending:  # the next chunk is not ready: what is, goes out now
+                if pending or not opened:  # the next chunk is not ready: what is, goes out now
                     size = 0
                     try:
-                        await send(body(True))
+                        if not opened:
+                            await asyncio.sleep(0)  # what the producer just scheduled runs first
+                            opened = True
+                            await start()
+                        if pending:
+                            await write(True)
                     except BaseException as e:
                         await _Resumed(step, waiting, e)  # the producer unwinds from where it waits
                         raise
@@ -307,9 +329,9 @@ class EventStream(Response):
             size += len(chunk)
             if size >= COALESCE_BYTES:
                 size = 0
-                await send(body(True))
+                await write(True)
         if pending:  # the last write ends the body too
-            await send(body(False))
+            await write(False)
             return True
         return False
 

@@ -109,12 +109,15 @@ def test_a_failing_producer_still_writes_what_it_had_ready() -> None:
         async def record(message: dict) -> None:
             sent.append(message)
 
+        async def start() -> None:
+            sent.append({"type": "http.response.start"})
+
         stream = EventStream(gen())
         with pytest.raises(RuntimeError):
-            await stream._pump(record)
+            await stream._pump(record, start)
 
     asyncio.run(main())
-    assert [m["body"] for m in sent] == [b"onetwo"]
+    assert [m.get("body") for m in sent] == [None, b"onetwo"]  # the headers, then what was ready
 
 
 def test_a_write_cancelled_mid_stream_unwinds_the_waiting_producer() -> None:
@@ -129,11 +132,69 @@ def test_a_write_cancelled_mid_stream_unwinds_the_waiting_producer() -> None:
             if message["type"] == "http.response.body":
                 raise asyncio.CancelledError()  # the client went away while we wrote
 
+        async def start() -> None:
+            pass
+
         gen = producer([b"a", b"b", 0.05, b"c"], log)
         stream = EventStream(gen)
         with pytest.raises(asyncio.CancelledError):
-            await stream._pump(send)
+            await stream._pump(send, start)
         assert log == ["closed"]  # the producer ran its cleanup from where it waited
         await gen.aclose()  # and is not left "running"
 
     asyncio.run(main())
+
+
+def test_the_headers_go_out_after_the_work_the_producer_started() -> None:
+    """A tool round starts its searches in a task and waits: their requests leave before the
+    first write to the client (which would wake the client first), and that write is the headers,
+    with no model call's delay."""
+    order: list[str] = []
+
+    async def main() -> None:
+        async def work() -> None:
+            order.append("search sent")
+            await asyncio.sleep(0.02)
+
+        async def gen():
+            task = asyncio.ensure_future(work())
+            await asyncio.sleep(0.01)  # the producer waits (on its keepalive, say)
+            yield b"event"
+            await task
+
+        async def send(message: dict) -> None:
+            order.append(message["type"])
+
+        async def receive() -> dict:
+            await asyncio.sleep(3600)
+            return {"type": "http.disconnect"}
+
+        await EventStream(gen())({"type": "http"}, receive, send)
+
+    asyncio.run(main())
+    assert order[:2] == ["search sent", "http.response.start"]
+    assert order.count("http.response.start") == 1
+
+
+def test_a_stream_with_nothing_ready_still_sends_its_headers_at_its_first_wait() -> None:
+    times: dict[str, float] = {}
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+
+        async def gen():
+            await asyncio.sleep(0.2)  # a long wait before the first event (a slow model)
+            yield b"late"
+
+        async def send(message: dict) -> None:
+            times.setdefault(message["type"], loop.time() - t0)
+
+        async def receive() -> dict:
+            await asyncio.sleep(3600)
+            return {"type": "http.disconnect"}
+
+        await EventStream(gen())({"type": "http"}, receive, send)
+
+    asyncio.run(main())
+    assert times["http.response.start"] < 0.05 <= 0.15 < times["http.response.body"]
