@@ -70,8 +70,8 @@ class StreamDriver:
                     async for item in with_keepalive(task, events, self.keepalive_s):
                         yield item
                 except BaseException:  # abandoned after the next stream opened: close it
-                    if task.done() and not task.cancelled() and task.exception() is None and task.result():
-                        await task.result()[1].aclose()
+                    if task.done() and not task.cancelled() and task.exception() is None and (nxt := task.result()):
+                        await nxt[1].aclose()
                     raise
                 opened = task.result()
                 if opened is None:

@@ -283,13 +283,10 @@ class EventStream(Response):
         work it has just started (a search round's requests) is sent first, and the write to the
         client, which wakes the client, comes after it (µs later, not a model call later)."""
         pending: list[bytes] = []
-        opened = False
+        waited = False  # the producer had to wait once already (the headers are out)
 
-        async def write(more: bool) -> None:  # what is pending, as one write
-            nonlocal opened
-            if not opened:
-                opened = True
-                await start()
+        async def write(more: bool) -> None:  # what is pending, as one write (headers first)
+            await start()
             message = {"type": "http.response.body", "body": b"".join(pending), "more_body": more}
             pending.clear()
             await send(message)
@@ -309,12 +306,12 @@ class EventStream(Response):
                     await write(True)
                 raise
             else:
-                if pending or not opened:  # the next chunk is not ready: what is, goes out now
+                if pending or not waited:  # the next chunk is not ready: what is, goes out now
                     size = 0
                     try:
-                        if not opened:
+                        if not waited:
+                            waited = True
                             await asyncio.sleep(0)  # what the producer just scheduled runs first
-                            opened = True
                             await start()
                         if pending:
                             await write(True)

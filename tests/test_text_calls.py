@@ -127,34 +127,18 @@ def test_any_text_never_raises_and_chunking_does_not_matter(text, cuts):
 
 
 class _CharByChar(TextCallScanner):
-    """The scan as first written: every position that starts like a trigger is tried in turn. The
-    scanner finds them by one regex search instead; this pins that it finds the same ones."""
+    """The scan as first written: every position whose character starts a trigger is tried in
+    turn. The scanner finds its candidates by one regex search instead; this pins that it finds
+    the same ones."""
 
-    def _scan(self, final: bool) -> str:
-        from hub.backends import text_calls as tc
+    @staticmethod
+    def _candidate(text: str, i: int, final: bool) -> int:
+        from hub.backends.text_calls import _TRIGGERS
 
-        text, out, i, emitted = self._held, [], 0, 0
-        while i < len(text):
-            if text[i] not in {t[0] for t in tc._TRIGGERS}:
-                i += 1
-                continue
-            kind, end, calls = tc._match(text, i, self.names, final)
-            if kind == "call":
-                out.append(text[emitted:i])
-                self.calls.extend(calls)
-                i = emitted = end
-            elif kind == "partial":
-                if len(text) - i > tc.MAX_HELD:
-                    i += 1
-                    continue
-                out.append(text[emitted:i])
-                self._held = text[i:]
-                return "".join(out)
-            else:
-                i += 1
-        out.append(text[emitted:])
-        self._held = ""
-        return "".join(out)
+        first = {t[0] for t in _TRIGGERS}
+        while i < len(text) and text[i] not in first:
+            i += 1
+        return i
 
 
 _PIECES = st.one_of(

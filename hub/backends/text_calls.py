@@ -270,21 +270,13 @@ class TextCallScanner:
     def _scan(self, final: bool) -> str:
         text = self._held
         n = len(text)
-        # Only where a trigger starts (or, mid-stream, where the text ends in a trigger's first
-        # part) can a call start; a regex search finds the next such place.
         out: list[str] = []
         i = 0
         emitted = 0
         while i < n:
-            m = _ANY_TRIGGER.search(text, i)
-            j = m.start() if m is not None else n
-            if not final and j > n - _TAIL:
-                cut = _CUT_AT_END.search(text, max(i, n - _TAIL))
-                if cut is not None and cut.start() < j:
-                    j = cut.start()
-            if j >= n:
+            i = self._candidate(text, i, final)
+            if i >= n:
                 break
-            i = j
             kind, end, calls = _match(text, i, self.names, final)
             if kind == "call":
                 out.append(text[emitted:i])
@@ -302,6 +294,21 @@ class TextCallScanner:
         out.append(text[emitted:])
         self._held = ""
         return "".join(out)
+
+
+    @staticmethod
+    def _candidate(text: str, i: int, final: bool) -> int:
+        """The first place at or after i where a call may start (len(text) when none): where a
+        trigger starts, or, mid-stream, where the text ends in a trigger's first part. One regex
+        search finds it."""
+        n = len(text)
+        m = _ANY_TRIGGER.search(text, i)
+        j = m.start() if m is not None else n
+        if not final and j > n - _TAIL:
+            cut = _CUT_AT_END.search(text, max(i, n - _TAIL))
+            if cut is not None and cut.start() < j:
+                j = cut.start()
+        return j
 
 
 def extract(text: str, names: frozenset[str] | set[str]) -> tuple[str, list[TextCall]]:
