@@ -12,6 +12,7 @@ out of the picture, so a change to the gateway's code shows here with little noi
   .venv/bin/python bench/inprocess.py --search             # a search round (model, search, model)
   .venv/bin/python bench/inprocess.py --search --idle 0.05 # each request after 50 ms idle: cold caches
   .venv/bin/python bench/inprocess.py --search --stream --protocol messages   # or responses (default chat)
+  .venv/bin/python bench/inprocess.py --search --parallel  # two parallel searches in the round
   .venv/bin/python bench/inprocess.py --profile            # then a cProfile of the gateway's functions
   .venv/bin/python bench/inprocess.py --floor              # the same for the aiohttp floor's app
   .venv/bin/python bench/inprocess.py --fixture tests/fixtures/claude-code/ws-direct-003-POST-main-final-after-tool-result-sse.json
@@ -70,14 +71,14 @@ class Request:
         return cls(json.dumps(req["body"]).encode(), req["path"], headers)
 
 
-def client_request(protocol: str, text: str, stream: bool) -> Request:
+def client_request(protocol: str, text: str, stream: bool, model: str = "m") -> Request:
     if protocol == "messages":
-        b: dict = {"model": "m", "max_tokens": 256, "stream": stream, "messages": [{"role": "user", "content": text}]}
+        b: dict = {"model": model, "max_tokens": 256, "stream": stream, "messages": [{"role": "user", "content": text}]}
         return Request(json.dumps(b).encode(), "/v1/messages")
     if protocol == "responses":
-        return Request(json.dumps({"model": "m", "stream": stream, "input": text, "store": False}).encode(),
+        return Request(json.dumps({"model": model, "stream": stream, "input": text, "store": False}).encode(),
                        "/v1/responses")
-    b = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": text}]}
+    b = {"model": model, "stream": stream, "messages": [{"role": "user", "content": text}]}
     return Request(json.dumps(b).encode())
 
 
@@ -155,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stream", action="store_true", help="a streamed completion (20 chunks)")
     ap.add_argument("--search", action="store_true", help="a search round: model call, search, model call")
+    ap.add_argument("--parallel", action="store_true",
+                    help="with --search: the model calls web_search twice in the round (target fake.m-x2)")
     ap.add_argument("--protocol", choices=["chat", "messages", "responses"], default="chat",
                     help="the client's protocol: Chat Completions, Anthropic Messages or Responses")
     ap.add_argument("--requests", type=int, default=2000, help="requests per round")
@@ -186,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             app = create_app(str(tmp / "engines.json"))
         text = "search the web for topic 7 news" if args.search else "Say something short."
-        body = Request.recorded(args.fixture) if args.fixture else client_request(args.protocol, text, args.stream)
+        body = Request.recorded(args.fixture) if args.fixture else client_request(args.protocol, text, args.stream,
+                                                                                  "fake.m-x2" if args.parallel else "m")
 
         async def run() -> None:
             async with app.router.lifespan_context(app):  # as uvicorn runs it (the GC settings too)

@@ -97,6 +97,7 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
     messages: list[dict | None] = [None] * len(calls)
     shown: list[ToolCall | None] = [None] * len(calls)  # calls in call order, for clients that show them
     jobs: list[tuple[int, ServerTool, ToolCall]] = []
+    started: list[object] = []  # ToolStarted (and refusals' events), emitted once the work is under way
     bad_arguments = 0
     for i, raw in enumerate(calls):
         fn = raw.get("function") or {}
@@ -118,40 +119,40 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
         if limit is not None and state.uses(tool, jobs) >= limit:
             tool.refuse(call, MAX_USES, "max_uses exceeded")
             shown[i] = call
-            if emit:
-                emit(ToolStarted(call))
-                emit(ToolFinished(call))
+            started += (ToolStarted(call), ToolFinished(call))
             messages[i] = _tool(call_id, error_text(f"{MAX_USES}: no more calls are allowed"))
             state.stop("max_uses")
             continue
         state.seen.add(call.key)
         jobs.append((i, tool, call))
-        if emit:
-            emit(ToolStarted(call))
+        started.append(ToolStarted(call))
 
     errors = bad_arguments  # a call the model cannot even phrase fails like a search that fails
-    if jobs:
-        if len(jobs) == 1:  # the common round: no task to schedule (and no loop turn to wait for)
-            _, tool, call = jobs[0]
-            elapsed = [await _timed(tool.run(call, state.request))]
+    if len(jobs) > 1:
+        # The work's tasks are queued before the events wake the client's stream, so the
+        # requests go out before the stream's writes (and the client's wake) take the CPU.
+        tasks = [asyncio.ensure_future(_timed(tool.run(call, state.request))) for _, tool, call in jobs]
+        _emit_all(emit, started)
+        elapsed = await asyncio.gather(*tasks)
+    else:  # the common round: no task to schedule (the stream runs once this task waits)
+        _emit_all(emit, started)
+        elapsed = [await _timed(jobs[0][1].run(jobs[0][2], state.request))] if jobs else []
+    for (i, tool, call), seconds in zip(jobs, elapsed, strict=True):
+        shown[i] = call
+        if state.trace is not None:
+            state.trace.ran(tool.name, state.rounds, call, seconds)
+        rendered = tool.render(call, state.next_n, state.room)
+        if not call.ok:
+            errors += 1
+            text = rendered.text
+        elif state.take(len(rendered.text.encode())):
+            text = rendered.text
+            state.add_sources(rendered.sources)
         else:
-            elapsed = await asyncio.gather(*(_timed(tool.run(call, state.request)) for _, tool, call in jobs))
-        for (i, tool, call), seconds in zip(jobs, elapsed, strict=True):
-            shown[i] = call
-            if state.trace is not None:
-                state.trace.ran(tool.name, state.rounds, call, seconds)
-            rendered = tool.render(call, state.next_n, state.room)
-            if not call.ok:
-                errors += 1
-                text = rendered.text
-            elif state.take(len(rendered.text.encode())):
-                text = rendered.text
-                state.add_sources(rendered.sources)
-            else:
-                text = error_text(BUDGET_EXHAUSTED)
-            messages[i] = _tool(call.id, text)
-            if emit:
-                emit(ToolFinished(call))
+            text = error_text(BUDGET_EXHAUSTED)
+        messages[i] = _tool(call.id, text)
+        if emit:
+            emit(ToolFinished(call))
     attempted = bad_arguments + len(jobs)
     if attempted and errors == attempted:
         state.consecutive_errors += 1
@@ -164,6 +165,12 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
     for m in out:
         state.request.transcript.add(m)
     return out
+
+
+def _emit_all(emit: Emit | None, events: list[object]) -> None:
+    if emit:
+        for event in events:
+            emit(event)
 
 
 async def _timed(run) -> float:

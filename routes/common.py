@@ -279,9 +279,10 @@ class EventStream(Response):
         and the protocol translators' events) goes out in one write instead of one per event, with
         no added wait: what is pending goes out as soon as the next chunk is not ready.
 
-        The headers go out when the producer first has to wait, after one turn of the event loop:
-        work it has just started (a search round's requests) is sent first, and the write to the
-        client, which wakes the client, comes after it (µs later, not a model call later)."""
+        The headers go out when the producer first has to wait, after two turns of the event loop:
+        work it has just started (a search round's requests, also those of the tasks a parallel
+        round starts) is sent first, and the write to the client, which wakes the client, comes
+        after it (µs later, not a model call later)."""
         pending: list[bytes] = []
         waited = False  # the producer had to wait once already (the headers are out)
 
@@ -311,7 +312,10 @@ class EventStream(Response):
                     try:
                         if not waited:
                             waited = True
-                            await asyncio.sleep(0)  # what the producer just scheduled runs first
+                            # What the producer just scheduled runs first, and the tasks that
+                            # starts (a parallel round's searches, hub/loop.py): two loop turns.
+                            await asyncio.sleep(0)
+                            await asyncio.sleep(0)
                             await start()
                         if pending:
                             await write(True)

@@ -145,16 +145,23 @@ def test_a_write_cancelled_mid_stream_unwinds_the_waiting_producer() -> None:
     asyncio.run(main())
 
 
-def test_the_headers_go_out_after_the_work_the_producer_started() -> None:
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_headers_go_out_after_the_work_the_producer_started(parallel: bool) -> None:
     """A tool round starts its searches in a task and waits: their requests leave before the
     first write to the client (which would wake the client first), and that write is the headers,
-    with no model call's delay."""
+    with no model call's delay. A parallel round's task starts a task per search (hub/loop.py)."""
     order: list[str] = []
 
     async def main() -> None:
-        async def work() -> None:
+        async def search() -> None:
             order.append("search sent")
             await asyncio.sleep(0.02)
+
+        async def work() -> None:
+            if parallel:
+                await asyncio.gather(search(), search())
+            else:
+                await search()
 
         async def gen():
             task = asyncio.ensure_future(work())
@@ -172,7 +179,8 @@ def test_the_headers_go_out_after_the_work_the_producer_started() -> None:
         await EventStream(gen())({"type": "http"}, receive, send)
 
     asyncio.run(main())
-    assert order[:2] == ["search sent", "http.response.start"]
+    searches = 2 if parallel else 1
+    assert order[:searches + 1] == ["search sent"] * searches + ["http.response.start"]
     assert order.count("http.response.start") == 1
 
 

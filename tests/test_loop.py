@@ -91,3 +91,35 @@ def test_iteration_and_wall_clock_guards() -> None:
     assert not state.tool_allowed() and state.stopped == "max_tool_iterations"
     late = LoopState(limits(loop_wall_clock_s=1.0), started=time.monotonic() - 2)
     assert not late.tool_allowed() and late.stopped == "loop_wall_clock"
+
+
+def test_parallel_work_starts_before_the_events_wake_the_stream() -> None:
+    """Both calls' work begins before the stream that waits on the round's events runs: the
+    requests go out before the client's writes take the CPU (hub/loop.py run_round)."""
+    from hub.tools.keepalive import Feed
+
+    log: list[str] = []
+
+    class Logged(Clock):
+        async def run(self, call, request) -> None:
+            log.append(f"run {call.city}")
+            await asyncio.sleep(0)
+            await super().run(call, request)
+
+    async def main() -> list[dict]:
+        feed = Feed()
+
+        async def stream() -> None:
+            await feed.wait(60)
+            log.append("stream woke")
+
+        reader = asyncio.ensure_future(stream())
+        await asyncio.sleep(0)  # the stream waits on the feed
+        out = await run_round(LoopState(limits()), [call("paris"), call("tokyo", "c2")], ServerTools([Logged()]),
+                              emit=feed.append)
+        await reader
+        return out
+
+    out = asyncio.run(main())
+    assert log[:3] == ["run paris", "run tokyo", "stream woke"]
+    assert [m["content"] for m in out] == ["[1] It is 12:00 in paris.", "[2] It is 20:00 in tokyo."]
