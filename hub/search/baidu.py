@@ -52,10 +52,9 @@ def parse_date(value: Any) -> datetime | None:
         return None
     y, mo, d, h, mi, s = (int(x) if x else 0 for x in m.groups())
     try:
-        local = datetime(y, mo, d, h, mi, s)
-    except ValueError:
+        return datetime(y, mo, d, h, mi, s, tzinfo=UTC) - timedelta(hours=8)
+    except (ValueError, OverflowError):  # not a date, or before 0001-01-01 08:00 (UTC+8)
         return None
-    return local.replace(tzinfo=UTC) - timedelta(hours=8)
 
 
 class BaiduEngine(ApiEngine):
