@@ -137,8 +137,9 @@ async def watched_batches(opened: Opened, *, check_end: bool = True,
 
 async def watched_reads(opened: Opened, *, release: Callable[[], None] | None = None) -> AsyncIterator[list[dict]]:
     """The stream as decoded chunks, a list per network read (never an empty one: the reads
-    before the first content come as one); ends at `[DONE]`; raises when it ended without a
-    finish. Reads the opened stream itself (not through watched_batches: one generator less)."""
+    before the first content come as one); ends at `[DONE]`; raises when it ended without it
+    and without a finish in its last two reads (as `watched_batches`). Reads the opened stream
+    itself (not through watched_batches: one generator less)."""
     provider = opened.provider
     stream = Watched(opened, release)
     try:
@@ -149,19 +150,19 @@ async def watched_reads(opened: Opened, *, release: Callable[[], None] | None = 
             head += chunks
             if ended:
                 break
-        finish = any(map(_finishes, head))
         if head:
             yield head
         if ended:
             return
+        prev, cur = head, head  # the last two reads with chunks: a finish is looked for there only
         async for batch in opened.rest:
             chunks, ended = _decoded(batch, provider)
             if chunks:
-                finish = finish or any(map(_finishes, chunks))
                 yield chunks
+                prev, cur = cur, chunks
             if ended:
                 return
-        if not finish:
+        if not any(map(_finishes, prev)) and not any(map(_finishes, cur)):
             raise unfinished()
     finally:
         await stream.close()

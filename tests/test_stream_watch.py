@@ -102,6 +102,29 @@ def test_a_chat_stream_cut_after_content_raises_at_its_end(cuts, end) -> None:
             raise AssertionError("a cut stream passed as complete")
 
 
+@settings(max_examples=80, deadline=None)
+@given(cuts=st.lists(st.integers(0, 20), max_size=6), after=st.integers(0, 4))
+def test_both_chat_watchers_judge_a_stream_without_done_alike(cuts, after) -> None:
+    """Without [DONE], a stream is complete when a finish reason is in its last two reads: the
+    relay's watcher (watched_batches) and the tool loop's (watched_reads) agree on every cut,
+    also with chunks after the finish (which may push it out of the last two reads)."""
+    payloads = GOOD[:4] + [chunk({"content": f" {i}"}) for i in range(after)]
+    batches = split(payloads, cuts)
+
+    async def complete(watch) -> bool:
+        opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
+        try:
+            await drain(watch(opened))
+        except UpstreamError:
+            return False
+        return True
+
+    relay = asyncio.run(complete(stream_watch.watched_batches))
+    loop = asyncio.run(complete(stream_watch.watched_reads))
+    assert relay == loop
+    assert loop == any(b'"stop"' in p for b in batches[-2:] for p in b)
+
+
 async def open_or_fail_cleanly(source: Source, opening: Awaitable, watched: Callable[[Any], AsyncIterator]) -> None:
     """A stream either opens and is read to its end (an UpstreamError there is fine) or fails to
     open retryably (nothing reached the client: the dispatcher fails over) with its source closed."""
