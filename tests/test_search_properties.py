@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from hub.search import Hit, SearchRequest, SearchResult
+from hub.search import Hit, SearchRequest, SearchResult, sanitize
 from hub.search.base import RECENCY, EngineError, Parsed, RawHit
 from hub.search.registry import API_ENGINES, MODEL_ENGINES
 from hub.search.render import tool_text
@@ -199,6 +199,15 @@ def test_well_formed_markup_is_removed_exactly(parts):
 def test_clean_url_only_keeps_http_urls(value):
     url = clean_url(value)
     assert url is None or (url.lower().startswith(("http://", "https://")) and not any(c.isspace() for c in url))
+    assert url is None or not sanitize._INVISIBLE.search(url)
+
+
+@given(st.one_of(st.text(alphabet=st.characters(max_codepoint=0x7F)), st.text()))
+def test_printable_ascii_has_nothing_the_url_check_refuses(s):
+    """The lemma behind _checked_url's fast path: printable ASCII without a space has no
+    invisible character and no whitespace, so the two regexes may be skipped for it."""
+    if s.isascii() and s.isprintable() and " " not in s:
+        assert not sanitize._INVISIBLE.search(s) and not sanitize._ANY_SPACE.search(s)
 
 
 # ---------------------------------------------------------------- the service takes any arguments

@@ -23,17 +23,33 @@ def tool_text(result: SearchResult, first_n: int = 1) -> tuple[str, list[Source]
     if not result.ok:
         return error_text(result.error or "search failed", result.engine), []
     sources = [Source(first_n + i, h.url, h.title, h.snippet) for i, h in enumerate(result.hits)]
+    return _encode(_payload(result, first_n)).decode(), sources
+
+
+def tool_bytes(result: SearchResult) -> int:
+    """The size in bytes of `tool_text(result)[0]` (what the result-size caps measure), without
+    building its sources or its str."""
+    if not result.ok:
+        return len(error_text(result.error or "search failed", result.engine).encode())
+    return len(_encode(_payload(result, 1)))
+
+
+def _payload(result: SearchResult, first_n: int) -> dict:
     payload: dict = {"engine": result.engine, "query": result.query, "note": UNTRUSTED_NOTE}
     if result.summary:
         payload["summary"] = result.summary
-    payload["results"] = [
-        {"n": s.n, "title": h.title, "url": h.url, "snippet": h.snippet,
-         **({"published": h.published} if h.published else {}), **({"source": h.source} if h.source else {})}
-        for s, h in zip(sources, result.hits, strict=True)
-    ]
+    results = []
+    for n, h in enumerate(result.hits, first_n):
+        hit = {"n": n, "title": h.title, "url": h.url, "snippet": h.snippet}
+        if h.published:
+            hit["published"] = h.published
+        if h.source:
+            hit["source"] = h.source
+        results.append(hit)
+    payload["results"] = results
     if result.engine_errors:  # a multi engine's failed members: the model may retry on another engine
         payload["failed_engines"] = [{"engine": e, "error": msg} for e, msg in result.engine_errors]
-    return _encode(payload).decode(), sources
+    return payload
 
 
 def error_text(message: str, engine: str | None = None) -> str:

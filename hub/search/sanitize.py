@@ -13,7 +13,7 @@ from urllib.parse import SplitResult, urlsplit
 import msgspec
 
 from .base import MAX_QUERY_CHARS, UNAVAILABLE, Hit, Parsed, RawHit, SearchRequest, SearchResult, failure
-from .render import tool_text
+from .render import tool_bytes
 
 TITLE_CAP = 300
 SOURCE_CAP = 100
@@ -48,9 +48,12 @@ def truncate(s: str, cap: int) -> str:
 def clean_text(value: Any, cap: int, *, multiline: bool = False) -> str:
     """Plain text: tags and entities resolved away, invisible characters removed, whitespace
     collapsed (to one line, or keeping paragraph breaks with multiline)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        value = str(value)
-    if not isinstance(value, str) or not value:
+    if type(value) is not str:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        elif not isinstance(value, str):
+            return ""
+    if not value:
         return ""
     s = value[: cap * 2 + 256]  # bounds the work on huge fields; truncated below anyway
     if "<" in s:
@@ -89,7 +92,12 @@ def _checked_url(value: Any) -> tuple[str, SplitResult, str] | None:
     if not isinstance(value, str):
         return None
     url = value.strip()
-    if not url or len(url) > URL_CAP or _INVISIBLE.search(url) or _ANY_SPACE.search(url):
+    if not url or len(url) > URL_CAP:
+        return None
+    # Printable ASCII has no invisible character and no whitespace but the space: the common URL
+    # skips the two regexes.
+    if not (url.isascii() and url.isprintable() and " " not in url) and (
+            _INVISIBLE.search(url) or _ANY_SPACE.search(url)):
         return None
     try:
         parts = urlsplit(url)
@@ -126,10 +134,14 @@ def domain_matches(host: str, domains: Iterable[str]) -> bool:
     return any(host == d or host.endswith("." + d) for d in domains)
 
 
-def dedup_key(url: str, parts: SplitResult | None = None) -> tuple[str, str, str]:
+def dedup_key(url: str, parts: SplitResult | None = None, host: str | None = None) -> tuple[str, str, str]:
+    """(host without www. and a trailing dot, path without a trailing /, query): one hit per key.
+    `parts` and `host` (urlsplit's, and its hostname without the trailing dot) when the caller
+    has them already."""
     parts = parts or urlsplit(url)
-    host = (parts.hostname or "").lower().removeprefix("www.")
-    return host, parts.path.rstrip("/") or "/", parts.query
+    if host is None:
+        host = (parts.hostname or "").rstrip(".")  # lower-case already
+    return host.removeprefix("www."), parts.path.rstrip("/") or "/", parts.query
 
 
 def bound(
@@ -157,7 +169,7 @@ def bound(
             continue
         if req.blocked_domains and domain_matches(host, req.blocked_domains):
             continue
-        key = dedup_key(url, parts)
+        key = dedup_key(url, parts, host)
         if key in seen:
             continue
         seen.add(key)
@@ -197,7 +209,7 @@ def _renumber(summary: str, refs: dict[str, int], known: set[str]) -> str:
 
 def size(result: SearchResult) -> int:
     """Bytes of the tool message the model receives for the result (hub/search/render.py)."""
-    return len(tool_text(result)[0].encode())
+    return tool_bytes(result)
 
 
 def fit(result: SearchResult, max_bytes: int) -> SearchResult:
