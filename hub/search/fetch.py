@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import msgspec
@@ -95,8 +96,8 @@ async def _direct(client: UpstreamClient, out: Outgoing, timeout: float, proxy: 
     httpx's request and response objects (their URL parsing alone was a tenth of a search round's CPU; bench/README.md,
     "History"). The query is encoded by httpx's own rules, so the service sees the same bytes."""
     headers, data = _payload(out, accept)
-    url = out.url + "?" + str(httpx.QueryParams(out.params)) if out.params else out.url
-    t = client.direct.timeout(httpx.Timeout(timeout).as_dict())  # what the httpx path gives the transport
+    url = out.url + "?" + query_string(out.params) if out.params else out.url
+    t = client.direct.timeout({"connect": timeout, "read": timeout, "pool": timeout})  # httpx.Timeout(timeout)'s
     try:
         resp = await client.request_direct(URL(url, encoded=True), data, headers, t, proxy, method=out.method)
         try:
@@ -106,6 +107,17 @@ async def _direct(client: UpstreamClient, out: Outgoing, timeout: float, proxy: 
     except Exception as e:
         raise mapped_error(e) from e
     return Fetched(resp.status, content)
+
+
+def query_string(params: dict[str, Any]) -> str:
+    """`str(httpx.QueryParams(params))` without building one: the same coercions (True -> "true",
+    None -> "", a list or tuple as repeated keys) and the same encoding (tests/test_search_fetch.py
+    pins the two together)."""
+    items = []
+    for k, v in params.items():
+        for one in (v if isinstance(v, list | tuple) else (v,)):
+            items.append((str(k), "true" if one is True else "false" if one is False else "" if one is None else str(one)))
+    return urlencode(items)
 
 
 def status_error(status: int, body: bytes | None, secrets: Iterable[str | None] = ()) -> EngineError:
