@@ -22,3 +22,10 @@ def test_the_query_string_is_httpx_s(p) -> None:
 def test_a_searxng_query() -> None:
     assert query_string({"q": "Qué pasó? a&b=c", "format": "json", "safesearch": 0, "x": True}) == \
         "q=Qu%C3%A9+pas%C3%B3%3F+a%26b%3Dc&format=json&safesearch=0&x=true"
+    assert query_string({"q": "topic 7 news", "format": "json"}) == "q=topic+7+news&format=json"
+
+
+@given(st.dictionaries(st.text(alphabet="ab AZ09_.~-%+&=/", min_size=1), st.text(alphabet="ab AZ09_.~-%+&=/é"),
+                       max_size=4))
+def test_plain_and_escaped_characters_mixed(p) -> None:
+    assert query_string(p) == str(httpx.QueryParams(p))
