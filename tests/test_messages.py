@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from pathlib import Path
@@ -571,3 +572,32 @@ def test_stream_encoder_takes_a_read_of_chunks_as_its_chunks_one_by_one(items, c
         return enc.start() + b"".join(enc.feed(i) for i in seq) + enc.finish()
 
     assert encoded(grouped) == encoded(items)
+
+
+@pytest.mark.parametrize("first", ["item", "keepalive", "error", "nothing"])
+def test_message_start_waits_for_the_producers_first_step(first) -> None:
+    """routes/messages.py makes message_start with the first item's events: by then the producer
+    has started the turn's work (a search round's requests leave before it). It still comes
+    first, also before a ping, an error or an empty stream's end."""
+    from routes.messages import _encode_stream
+
+    log: list[str] = []
+
+    async def source():
+        log.append("work started")
+        if first == "error":
+            raise RuntimeError("broke")
+        if first == "nothing":
+            return
+        yield Keepalive() if first == "keepalive" else chunk({"role": "assistant", "content": "Hi"})
+        yield chunk({}, "stop")
+
+    async def collect() -> list[tuple[list[str], bytes]]:
+        _, ctx = to_chat(req(stream=True))
+        return [(list(log), data) async for data in _encode_stream(source(), MessagesStream(ctx))]
+
+    out = asyncio.run(collect())
+    assert out[0][0] == ["work started"]
+    names = [name for name, _ in parse_sse(b"".join(d for _, d in out))]
+    assert names[0] == "message_start"
+    assert names[-1] == ("error" if first == "error" else "message_stop")

@@ -411,3 +411,30 @@ def test_a_read_of_chunks_encodes_as_its_chunks_one_by_one(items: list, req: dic
     grouped, raw = run(ctx_for(req), as_reads(items, cuts))
     assert _shape(grouped) == _shape(one_by_one)
     check_events(grouped)
+
+
+@pytest.mark.parametrize("first", ["item", "keepalive", "error"])
+def test_response_created_waits_for_the_producers_first_step(first) -> None:
+    """The start events are made with the first item's: by then the producer has started the
+    turn's work (a search round's requests leave before them). They still come first, also
+    before a keepalive or an error."""
+    log: list[str] = []
+
+    async def source():
+        log.append("work started")
+        if first == "error":
+            raise RuntimeError("broke")
+        yield Keepalive() if first == "keepalive" else chunk({"role": "assistant", "content": "Hi"})
+        yield chunk(finish="stop")
+
+    async def collect() -> list[bytes]:
+        out = []
+        async for data in ResponsesStream(ctx_for({"model": "m", "input": "hi", "stream": True})).encode(source()):
+            out.append((list(log), data))
+        return out
+
+    out = asyncio.run(collect())
+    assert out[0][0] == ["work started"]
+    events = parse_sse(b"".join(d for _, d in out))
+    assert [e["type"] for e in events[:2]] == ["response.created", "response.in_progress"]
+    assert events[-1]["type"] == ("response.failed" if first == "error" else "response.completed")

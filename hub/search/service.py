@@ -137,13 +137,17 @@ class SearchService:
 
     async def _attempt(self, config: EngineConfig, req: SearchRequest) -> SearchResult:
         engine = self._engines[config.id]
-        req = replace(req, count=max(1, min(req.count, engine.max_count)))
+        count = max(1, min(req.count, engine.max_count))
+        if count != req.count:
+            req = replace(req, count=count)
         cached = await self.cache.get(config.id, req)
         if cached is not None:
             return cached
         result = await engine.search(req)
         await self.cache.put(config.id, req, result)
-        return replace(result, cost=price(config, result)) if result.ok else result
+        if result.ok and (cost := price(config, result)) != result.cost:  # dataclasses.replace is slow
+            result = replace(result, cost=cost)
+        return result
 
     async def probe(self, engine_id: str, query: str, count: int = 1) -> SearchResult:
         """One live search on exactly this engine: no cache, no fallback (`searchhub engines --probe`)."""

@@ -116,12 +116,12 @@ class ResponsesStream:
         """The SSE byte stream for pipeline items. `before_end(response)` runs before the terminal event
         is sent (to store it first); `describe_error(exc)` gives (code, message) for a broken stream."""
         try:
-            for event in self.start():
-                yield sse(event)
             try:
+                # response.created goes out with the first item's events (`feed` starts the
+                # response), so a search round's requests leave before it is made
                 async for item in items:
                     if isinstance(item, Keepalive):
-                        yield KEEPALIVE
+                        yield b"".join([sse(event) for event in self.start()]) + KEEPALIVE
                         continue
                     events = self.feed(item)
                     if events:  # an item's events in one write
