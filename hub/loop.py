@@ -136,7 +136,7 @@ async def run_round(state: LoopState, calls: list[dict], tools: ServerTools, *, 
         elapsed = await asyncio.gather(*tasks)
     else:  # the common round: no task to schedule (the stream runs once this task waits)
         _emit_all(emit, started)
-        elapsed = [await _timed(jobs[0][1].run(jobs[0][2], state.request))] if jobs else []
+        elapsed = [await _timed(tool.run(call, state.request)) for _, tool, call in jobs]
     for (i, tool, call), seconds in zip(jobs, elapsed, strict=True):
         shown[i] = call
         if state.trace is not None:

@@ -167,7 +167,7 @@ class _Round:
         return out
 
     def _text_delta(self, texts: list[str], out: list[dict]) -> None:
-        shown = self._shown(texts[0] if len(texts) == 1 else "".join(texts))
+        shown = self._shown("".join(texts))
         if shown:
             out.append(self.driver.chunk({"content": shown}))
 

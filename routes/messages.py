@@ -147,15 +147,11 @@ def _sse(items: AsyncGenerator, ctx: MessagesContext, input_tokens: int) -> Even
 
 
 async def _encode_stream(items: AsyncGenerator, encoder: MessagesStream) -> AsyncIterator[bytes]:
-    """message_start goes out with the first item's events: the producer has started the turn's
-    work by then (a search round's requests leave before it is made)."""
-    started = False
+    """message_start goes out with the first item's events (the encoder starts itself): the
+    producer has started the turn's work by then (a search round's requests leave before it)."""
     try:
         async for item in items:
             out = encoder.feed(item)
-            if not started:
-                started = True
-                out = encoder.start() + out
             if out:
                 yield out
     except Exception as e:  # the stream broke after the 200: Anthropic's `error` event
@@ -165,11 +161,11 @@ async def _encode_stream(items: AsyncGenerator, encoder: MessagesStream) -> Asyn
             log.exception("stream failed")
         err = as_gateway_error(e)
         status = 529 if err.status == 503 else err.status
-        yield (b"" if started else encoder.start()) + encoder.fail(error_type(status), err.message)
+        yield encoder.fail(error_type(status), err.message)
         return
     finally:
         await items.aclose()
-    yield (b"" if started else encoder.start()) + encoder.finish()
+    yield encoder.finish()
 
 
 # --- routing ------------------------------------------------------------------------------------

@@ -69,10 +69,16 @@ class MessagesStream:
         self._usage: object = None
         self._done = False
         self._had_tool_use = False
+        self._started = False
 
     # --- framing --------------------------------------------------------------------------------
 
     def start(self) -> bytes:
+        """`message_start`, once: `feed`, `finish` and `fail` begin with it when it has not gone
+        out yet, so a caller may make it lazily, with the first item's events (routes/messages.py)."""
+        if self._started:
+            return b""
+        self._started = True
         message = {
             "id": self.id, "type": "message", "role": "assistant", "model": self.ctx.model, "content": [],
             "stop_reason": None, "stop_sequence": None,
@@ -85,7 +91,7 @@ class MessagesStream:
         if self._done:
             return b""
         self._done = True
-        out = self._close() + self._flush_calls()
+        out = self.start() + self._close() + self._flush_calls()
         final = usage(self._usage, server_tools=usage_counts(self._tool_calls) if self.ctx.server_tools else None)
         if not isinstance(self._usage, dict):
             final["input_tokens"] = self._input_tokens
@@ -98,11 +104,14 @@ class MessagesStream:
     def fail(self, error_type: str, message: str) -> bytes:
         """The stream broke after it started: Anthropic's `error` event (no message_stop follows)."""
         self._done = True
-        return error_event(error_type, message)
+        return self.start() + error_event(error_type, message)
 
     # --- items ----------------------------------------------------------------------------------
 
     def feed(self, item: object) -> bytes:
+        return self.start() + self._item(item)
+
+    def _item(self, item: object) -> bytes:
         if isinstance(item, dict):
             return self._chunk(item)
         if isinstance(item, list):  # one upstream read's chunks
