@@ -110,6 +110,14 @@ def expand_env(node: Any, env: dict[str, str], path: tuple = (), errors: list[st
     return node
 
 
+def env_names(text: Any) -> tuple[str, ...]:
+    """The environment variables a string of the config is written with (`${VAR}`, `${VAR:-default}`),
+    in order, each once: what an error can tell an operator to set."""
+    if not isinstance(text, str) or "${" not in text:
+        return ()
+    return tuple(dict.fromkeys(m.group(1) for m in _VAR.finditer(text)))
+
+
 # ---------------------------------------------------------------- loading
 
 
@@ -226,6 +234,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(["(root): must be a JSON object"])
     env_errors: list[str] = []
+    written = raw.get("providers")  # as written, before expansion: which variables each baseURL names
     raw = expand_env(raw, dict(env), (), env_errors)
     errors = env_errors + _schema_errors(raw)
     if errors:
@@ -249,6 +258,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
 
     providers: dict[str, Provider] = {}
     for pid, p in raw["providers"].items():
+        as_written = written.get(pid) if isinstance(written, dict) else None
         providers[pid] = Provider(
             id=pid,
             type=p["type"],
@@ -261,6 +271,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
             max_concurrency=p.get("maxConcurrency"),
             proxy=_proxy(p.get("proxy"), f"providers.{pid}.proxy", errors),
             quirks=resolve_quirks(p["type"], p.get("quirks")),
+            base_url_env=env_names(as_written.get("baseURL")) if isinstance(as_written, dict) else (),
         )
 
     vr = raw["virtualrouter"]

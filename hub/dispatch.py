@@ -4,6 +4,7 @@ concurrency gate."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -29,22 +30,78 @@ def _for(value, target: Target):
     return value(target) if callable(value) else value
 
 
+CONNECT_FAILED = "cannot connect to upstream"  # hub/backends/http.py's reason for a refused or timed-out connect
+BACKENDS_DOC = "docs/backends.md"
+_USERINFO = re.compile(r"(?<=//)[^@/?#]*@")
+
+
+def shown_url(url: str) -> str:
+    """A base URL as errors, logs and /health show it: credentials (`user:pass@`) and a query
+    string (which may carry a key) become ****."""
+    url = _USERINFO.sub("****@", url)
+    q = url.find("?")
+    return url if q < 0 else url[: q + 1] + "****"
+
+
 @dataclass(slots=True)
 class Attempt:
     target: str
     provider: str
     reason: str
     status: int | None = None
+    url: str = ""  # the provider's base URL, shown_url's way
+    env: tuple[str, ...] = ()  # the environment variables its baseURL was written with
+
+    @classmethod
+    def of(cls, target: Target, reason: str, status: int | None) -> Attempt:
+        p = target.provider
+        return cls(target.key, p.id, reason, status, shown_url(p.base_url), p.base_url_env)
+
+    @property
+    def not_connected(self) -> bool:
+        """No TCP connection could be made: nothing listens there (or nothing answers in time)."""
+        return self.status is None and self.reason == CONNECT_FAILED
+
+    def describe(self) -> str:
+        if self.not_connected and self.url:
+            return f"{self.target}: cannot connect to {self.url}"
+        return f"{self.target} ({self.url}): {self.reason}" if self.url else f"{self.target}: {self.reason}"
 
     def as_dict(self) -> dict:
-        return {"target": self.target, "provider": self.provider, "reason": self.reason, "status": self.status}
+        return {"target": self.target, "provider": self.provider, "reason": self.reason, "status": self.status,
+                "url": self.url}
 
 
 class AllTargetsFailed(Exception):
-    def __init__(self, route: str, attempts: list[Attempt]) -> None:
+    def __init__(self, route: str, attempts: list[Attempt], config_path: str | None = None) -> None:
         self.route = route
         self.attempts = attempts
+        self.config_path = config_path  # the engines.json in use, for the next step a message names
         super().__init__(f"all targets of route '{route}' failed")
+
+    def message(self) -> str:
+        """What the client is told: each attempt with the URL it tried, and, when some could not
+        connect, how to point the gateway at a model server. Never a secret: URLs are shown_url's."""
+        text = f"all upstream targets of route '{self.route}' failed: " + "; ".join(a.describe() for a in self.attempts)
+        hint = self.next_step()
+        return f"{text}. {hint}" if hint else text
+
+    def next_step(self) -> str:
+        dead = [a for a in self.attempts if a.not_connected]
+        if not dead:
+            return ""
+        where = "" if len(dead) == len(self.attempts) else " at " + ", ".join(dict.fromkeys(a.url for a in dead))
+        names = list(dict.fromkeys(v for a in dead for v in a.env))
+        keys = list(dict.fromkeys(f"providers.{a.provider}.baseURL" for a in dead if not a.env))
+        file = f" in {self.config_path}" if self.config_path else " in the config file"
+        if names and keys:
+            how = f"{' / '.join(names)}, or {', '.join(keys)}{file}"
+        elif names:
+            how = f"{' / '.join(names)} (or providers.<id>.baseURL{file})"
+        else:
+            how = f"{', '.join(keys)}{file}"
+        return (f"No model server answered{where}: start one there, or point searchhub at yours with {how}; "
+                f"see {BACKENDS_DOC}")
 
     @property
     def status(self) -> int:
@@ -96,7 +153,7 @@ class Dispatcher:
             try:
                 self.gate.enter(provider)
             except UpstreamError as e:
-                attempts.append(Attempt(target.key, provider.id, e.reason, e.status))
+                attempts.append(Attempt.of(target, e.reason, e.status))
                 if trace is not None:
                     trace.tried(target.key, e.reason, e.status)
                 continue
@@ -114,9 +171,10 @@ class Dispatcher:
                                 target.key, e.reason)
                     raise
                 nxt = "trying the next one" if i + 1 < len(candidates) else "no other target to try"
-                log.warning("target %s failed: %s; %s", target.key, e.reason, nxt)
+                attempt = Attempt.of(target, e.reason, e.status)
+                log.warning("target %s at %s failed: %s; %s", target.key, attempt.url, e.reason, nxt)
                 self.router.cool(target, e.reason)
-                attempts.append(Attempt(target.key, provider.id, e.reason, e.status))
+                attempts.append(attempt)
                 continue
             except BaseException:
                 self.gate.leave(provider)
@@ -128,7 +186,7 @@ class Dispatcher:
             if trace is not None:
                 trace.answered(target.key, time.perf_counter() - started)
             return result, target
-        raise AllTargetsFailed(route, attempts)
+        raise AllTargetsFailed(route, attempts, self.router.config.path)
 
     def complete(self, route: str, candidates: tuple[Target, ...], body: Body,
                  *, trace: Trace | None = None,

@@ -33,6 +33,7 @@ class Provider:
     max_concurrency: int | None
     proxy: str | None = field(repr=False)  # None: the environment's; "direct": none
     quirks: Quirks = field(default_factory=lambda: resolve_quirks("openai", None))
+    base_url_env: tuple[str, ...] = ()  # the variables its baseURL was written with (`${VAR}`, `${VAR:-default}`)
 
     def masked(self) -> dict:
         return {

@@ -21,6 +21,7 @@ from hub import metrics
 from hub.backends.proxy import mask_proxy
 from hub.keys import ANONYMOUS, ApiKey, match_key, presented_key
 from hub.logformat import DirectLog
+from hub.reachability import Reachability
 from hub.runtime import Gateway
 from hub.search.metered import SearchBill
 from hub.trace import Trace, client_family, ms
@@ -169,11 +170,20 @@ async def _unauthorized(path: str, send: Send) -> None:
 
 
 async def health(request: Request) -> Response:
+    """200 whether or not the upstreams can be reached (`status` says it): a load balancer must not
+    take every replica out at once because the model servers behind them are down."""
     gw: Gateway = request.app.state.gateway
     rt = runtime(request)
     cfg = rt.config
+    probes: Reachability | None = getattr(request.app.state, "reachability", None)
+    if probes is None:  # one per process, made on the first /health (a test may put its own first)
+        probes = request.app.state.reachability = Reachability()
+    reach = await probes.report(cfg, getattr(rt.client, "proxies", None))
     return JSONResponse({
-        "status": "ok",
+        "status": reach["status"],  # "ok", or "degraded" when some route has no reachable target
+        "reasons": reach["reasons"],
+        "reachability": {"routes": reach["routes"], "cacheSeconds": probes.ttl_s,
+                         "probeTimeoutSeconds": probes.timeout_s},
         "pid": os.getpid(),  # which process answered: with --workers N, each worker answers for itself
         "config": {
             "path": cfg.path,
@@ -184,7 +194,8 @@ async def health(request: Request) -> Response:
         },
         "routes": {name: [t.key for p in pools for t in p.targets] for name, pools in cfg.router.routes.items()},
         "providers": {pid: {"type": p.type, "selfHosted": p.self_hosted,
-                            **({"proxy": mask_proxy(p.proxy)} if p.proxy else {})}
+                            **({"proxy": mask_proxy(p.proxy)} if p.proxy else {}),
+                            **reach["providers"][pid]}  # reachable, url (masked), reason, checkedAt
                       for pid, p in cfg.providers.items()},
         "cooldowns": rt.router.cooldowns.snapshot(),
         "inFlight": rt.shared.gate.snapshot(),

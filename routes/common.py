@@ -150,8 +150,7 @@ def as_gateway_error(exc: Exception) -> GatewayError:
     if isinstance(exc, AllTargetsFailed):
         status = exc.status
         return GatewayError(
-            f"all upstream targets of route '{exc.route}' failed: "
-            + "; ".join(f"{a.target}: {a.reason}" for a in exc.attempts),
+            exc.message(),  # each target with the URL it tried, and what to do when nothing listened there
             status=status,
             type="server_error",
             code="upstream_unavailable",
