@@ -156,3 +156,131 @@ def test_ui_shows_a_search_request_and_its_trace(gateway, fake_model, search_fak
     assert distinct_colours(png) > 20, "the screenshot is blank"
     assert errors == []
     ctx.close()
+
+
+def admin_gateway(gateway, fake_model, search_fakes, **trace):
+    cfg = base_config(fake_model.url)
+    cfg["server"]["adminKeys"] = [ADMIN]
+    cfg["webSearch"] = {"engines": [searxng_engine(search_fakes, default=True)], "cacheTtlMs": 0}
+    if trace:
+        cfg["trace"] = trace
+    return gateway(cfg)
+
+
+def watch_errors(page) -> list[str]:
+    """Page errors and console errors, as text, collected while the page runs."""
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    return errors
+
+
+def test_ui_opened_with_credentials_in_the_url_fills_its_panels(gateway, fake_model, search_fakes, browser) -> None:
+    """`http://user:key@host/ui`: the page's own requests must not carry the URL's credentials (fetch
+    refuses such a URL) and must still be authenticated, by the browser's Basic auth."""
+    from playwright.sync_api import expect
+
+    gw = admin_gateway(gateway, fake_model, search_fakes)
+    fake_model.default = search_then_answer
+    openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
+        model="default", messages=[{"role": "user", "content": "search the web for the latest Rust release"}])
+
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = ctx.new_page()
+    errors = watch_errors(page)
+    with_credentials = gw.url.replace("http://", f"http://operator:{ADMIN}@", 1) + "/ui"
+    assert page.goto(with_credentials).status == 200
+    expect(page.locator("#cfg-hash")).to_have_text(re.compile(r"^[0-9a-f]{12}$"), timeout=10_000)
+    expect(page.locator("#routes tbody tr")).to_have_count(1, timeout=10_000)
+    expect(page.locator("#routes .badge")).to_have_text("ok")
+    expect(page.locator("#engines tbody tr", has_text="searxng")).to_contain_text("100%", timeout=10_000)
+    row = page.locator("#requests tbody tr", has_text="1 call")
+    row.wait_for(timeout=10_000)
+    row.click()
+    page.locator("#trace").get_by_text("latest rust release").wait_for(timeout=10_000)
+    assert "⚠" not in page.locator("#conn").inner_text()  # no poll failed
+    assert not [e for e in errors if "credentials" in e.lower()], errors
+    assert errors == []
+    ctx.close()
+
+
+LONG = "x" * 4000  # one word of 4,000 characters: nothing to break it at
+
+
+def long_search_then_answer(body: dict) -> dict:
+    if body["messages"][-1]["role"] == "tool":
+        return {"content": "Answer: " + LONG + " [1]"}
+    return {"tool_calls": [{"name": "web_search", "arguments": {"query": "rust " + "y" * 300}}]}
+
+
+OVERFLOW = """() => {
+  // Every element's right edge as the user can see it: clipped by any ancestor that scrolls or clips.
+  const width = window.innerWidth, out = [];
+  for (const e of document.body.querySelectorAll("*")) {
+    const r = e.getBoundingClientRect();
+    if (!r.width || !r.height) continue;
+    let right = r.right;
+    for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== "visible") right = Math.min(right, a.getBoundingClientRect().right);
+    }
+    if (right > width + 0.5) out.push(e.tagName + (e.id ? "#" + e.id : "") + " right=" + Math.round(right));
+  }
+  return {scrollWidth: document.documentElement.scrollWidth, innerWidth: width, overflowing: out.slice(0, 10)};
+}"""
+
+FULLY_SHOWN = """(cell) => {
+  // The cell lies inside the viewport and inside every ancestor that would clip it, and its text is not cut.
+  const r = cell.getBoundingClientRect();
+  if (r.right > window.innerWidth + 0.5 || r.left < -0.5) return false;
+  for (let a = cell.parentElement; a; a = a.parentElement) {
+    if (getComputedStyle(a).overflowX === "visible") continue;
+    const b = a.getBoundingClientRect();
+    if (r.right > b.right + 0.5 || r.left < b.left - 0.5) return false;
+  }
+  return cell.scrollWidth <= cell.clientWidth + 1;
+}"""
+
+
+def test_ui_layout_fits_the_window_with_a_long_trace_body(gateway, fake_model, search_fakes, browser) -> None:
+    """At 1400 and 1920 px wide, nothing reaches past the window's right edge, every panel's last
+    column shows in full, and a body of thousands of unbroken characters wraps inside its own box."""
+    gw = admin_gateway(gateway, fake_model, search_fakes, bodies=True)
+    fake_model.default = long_search_then_answer
+    openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
+        model="default", messages=[{"role": "user", "content": "search the web for " + "z" * 3000}])
+
+    ctx = browser.new_context(http_credentials={"username": "operator", "password": ADMIN},
+                              viewport={"width": 1400, "height": 900})
+    page = ctx.new_page()
+    errors = watch_errors(page)
+    assert page.goto(gw.url + "/ui").status == 200
+    page.locator("#engines tbody tr", has_text="searxng").wait_for(timeout=10_000)
+    row = page.locator("#requests tbody tr", has_text="1 call")
+    row.wait_for(timeout=10_000)
+    row.click()
+    body = page.locator("#trace pre")
+    body.wait_for(timeout=10_000)
+    assert LONG in body.inner_text()
+
+    for width in (1400, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(100)
+        found = page.evaluate(OVERFLOW)
+        assert found["scrollWidth"] <= found["innerWidth"], found
+        assert found["overflowing"] == [], found
+        for panel in ("#routes", "#engines", "#requests", "#trace"):  # the right-hand columns included
+            cells = page.locator(panel + " tr").first.locator("th")
+            for i in range(cells.count()):
+                assert cells.nth(i).evaluate(FULLY_SHOWN), f"{panel}: '{cells.nth(i).inner_text()}' at {width} px"
+        for panel in page.locator("main > section").all():  # every panel inside the window
+            box = panel.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, (width, box)
+        pre = body.bounding_box()  # the long body wraps in a bounded box of its own
+        assert pre["height"] <= 600 and pre["x"] + pre["width"] <= width, pre
+        assert body.evaluate("(e) => e.scrollHeight > e.clientHeight && getComputedStyle(e).overflowY === 'auto'")
+
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.wait_for_timeout(100)
+    page.screenshot(path="/tmp/ui-1400.png", full_page=True)
+    assert errors == []
+    ctx.close()
