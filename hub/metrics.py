@@ -127,6 +127,25 @@ CLIENT_REQUESTS = Counter(
 )
 
 
+def _known_label_sets() -> None:
+    """Create the label sets the code enumerates, so /metrics lists them at 0 from the start (a labelled
+    series is otherwise absent until its first increment, and rate() over it has nothing to start from).
+    Search cost is labelled by configured key names and engine ids, which this module does not know:
+    its series appear at a key's first charged search."""
+    from .fetcher.result import ERROR_CODES  # here, not at the top: hub/fetcher imports this module
+    from .trace import _FAMILIES
+
+    for outcome in ("ok", *ERROR_CODES):  # what hub/fetcher/fetcher.py counts a fetch as
+        FETCHES.labels(outcome)
+    for client in (*(name for name, _ in _FAMILIES), "other"):  # hub/trace.py's client_family
+        SIDE_REQUESTS_SKIPPED.labels(client)
+    for mode in ("tool", "presearch"):  # hub/pipeline.py: webSearch.mode hybrid counts as presearch
+        SEARCH_MODE.labels(mode)
+
+
+_known_label_sets()
+
+
 _CHILDREN: dict[tuple, object] = {}
 
 

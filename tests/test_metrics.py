@@ -64,6 +64,23 @@ def test_a_search_shows_in_the_metrics(gateway, fake_model, search_fakes) -> Non
         assert f"# TYPE {name} counter" in text
 
 
+def test_known_series_are_exported_at_zero_from_the_start(serve, fake_model, search_fakes) -> None:  # noqa: F811
+    """The fetch, side-request and search-mode series whose labels the code enumerates are listed at 0
+    before the first request, in one process and summed over workers, so a dashboard's rate() has them."""
+    from hub.fetcher import ERROR_CODES
+    from hub.trace import _FAMILIES
+
+    expected = [("searchhub_fetches_total", {"outcome": o}) for o in ("ok", *ERROR_CODES)]
+    expected += [("searchhub_side_requests_skipped_total", {"client": c}) for c in (*(n for n, _ in _FAMILIES), "other")]
+    expected += [("searchhub_search_mode_total", {"mode": m}) for m in ("tool", "presearch")]
+    expected += [("searchhub_estimated_usage_total", {})]
+    for args in ((), ("--workers", "2")):
+        gw = serve(search_cfg(fake_model.url, search_fakes), *args)
+        found = samples(gw.url)  # the first request this gateway gets
+        for name, labels in expected:
+            assert found.get((name, tuple(sorted(labels.items())))) == 0, (args, name, labels)
+
+
 def test_workers_export_summed_totals(serve, fake_model, search_fakes) -> None:  # noqa: F811
     gw = serve(search_cfg(fake_model.url, search_fakes), "--workers", "2")
     fake_model.default = search_then_answer
