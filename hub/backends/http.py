@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import aiohttp
 import httpx
@@ -241,9 +241,13 @@ async def open_sse(
     return await _exchange(client, provider, request, retries=retries, stream=True)
 
 
-async def sse_batches(resp: httpx.Response | Streamed) -> AsyncIterator[list[bytes]]:
+async def sse_batches(resp: httpx.Response | Streamed,
+                      rename: Callable[[bytes], bytes] | None = None) -> AsyncIterator[list[bytes]]:
     """The payloads of the `data:` lines that each network read completed, as they arrive (one
-    list per read, so a relay can forward them in one write). Closes the response at the end."""
+    list per read, so a relay can forward them in one write). `rename` rewrites each read's bytes
+    before they are split (hub/backends/normalize.py `ModelName`: once per read, not per chunk; a
+    line the read leaves unfinished is rewritten again with the next read, so it must change
+    nothing it already changed). Closes the response at the end."""
     buf = b""
     chunks = resp.raw.content.iter_any() if isinstance(resp, Streamed) else resp.aiter_bytes()
     try:
@@ -251,12 +255,14 @@ async def sse_batches(resp: httpx.Response | Streamed) -> AsyncIterator[list[byt
             buf += chunk
             if chunk.find(b"\n") < 0:  # not `in`: see hub/relay.py
                 continue
+            if rename is not None:
+                buf = rename(buf)
             *lines, buf = buf.split(b"\n")
             batch = [line[5:].strip() for line in lines if line.startswith(b"data:")]
             if batch:
                 yield batch
         if buf.startswith(b"data:"):
-            yield [buf[5:].strip()]
+            yield [(rename(buf) if rename is not None else buf)[5:].strip()]
     except _TRANSPORT_ERRORS as e:
         raise _transport_error(e) from None
     finally:
@@ -266,9 +272,11 @@ async def sse_batches(resp: httpx.Response | Streamed) -> AsyncIterator[list[byt
         await resp.aclose()
 
 
-async def sse_data(resp: httpx.Response | Streamed) -> AsyncIterator[bytes]:
-    """Yield the payload of each `data:` line as it arrives. Closes the response at the end."""
-    batches = sse_batches(resp)
+async def sse_data(resp: httpx.Response | Streamed,
+                   rename: Callable[[bytes], bytes] | None = None) -> AsyncIterator[bytes]:
+    """Yield the payload of each `data:` line as it arrives (`rename`: as sse_batches). Closes the
+    response at the end."""
+    batches = sse_batches(resp, rename)
     try:
         async for batch in batches:
             for data in batch:

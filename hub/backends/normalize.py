@@ -10,6 +10,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+import msgspec
+
 from ..ids import new_id
 
 _TOP_EXTRAS = ("prompt_logprobs", "prompt_token_ids", "kv_transfer_params")
@@ -71,6 +73,38 @@ def _drop_extras(resp: dict, choices: list) -> None:
 
 def _is_error(resp: dict) -> bool:
     return "error" in resp or resp.get("object") == "error"
+
+
+# --- the model's name ----------------------------------------------------------------------------
+
+# A `"model"` member: inside a JSON string a quote is escaped (\"), so text cannot look like one,
+# and a key that ends in "model" (`"default_model"`) has no quote before the m.
+_MODEL_MEMBER = re.compile(rb'"model"[ \t\r\n]*:[ \t\r\n]*(?:"(?:[^"\\]|\\.)*"|null)')
+
+
+class ModelName:
+    """Makes a stream's bytes name the model the client asked for (a route, `provider.model`,
+    `default`), whatever the backend calls itself (llama.cpp's server: its GGUF file's path). The
+    backend's own `"model"` member is learned from the first one in the stream (the answer's own:
+    a chunk's, Anthropic's `message`'s, a Response's; it comes before any nested one) and from then
+    on replaced wherever it stands, with one `bytes.replace` per read (a stream names one model).
+    Bytes it already rewrote come out the same again; a member cut by the end of the bytes is not
+    seen (give it whole lines)."""
+
+    __slots__ = ("new", "old")
+
+    def __init__(self, model: str) -> None:
+        self.new = b'"model":' + msgspec.json.encode(model)
+        self.old: bytes | None = None  # the backend's own member, as it writes it
+
+    def __call__(self, data: bytes) -> bytes:
+        old = self.old
+        if old is None:  # until the backend's first member: a search that costs little when it misses
+            found = _MODEL_MEMBER.search(data)
+            if found is None:
+                return data
+            old = self.old = found.group(0)
+        return data if old == self.new else data.replace(old, self.new)
 
 
 # --- non-streaming ------------------------------------------------------------------------------

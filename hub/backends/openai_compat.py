@@ -1,5 +1,6 @@
 """OpenAI-compatible chat backends: vLLM, Ollama, llama.cpp, LM Studio, OpenAI, GLM, Gemini's
-OpenAI endpoint. Requests go out in the internal (chat) form with the target's model name."""
+OpenAI endpoint. Requests go out in the internal (chat) form with the target's model name; answers
+come back with the request's (the client's) model name, not the backend's own."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import msgspec
 from ..settings import Provider, Target
 from . import quirks
 from .http import UpstreamError, open_sse, post_json, sse_batches, sse_data, stream_error
+from .normalize import ModelName
 
 # Fields only searchhub reads; a backend may reject them.
 _GATEWAY_FIELDS = ("web_search", "enable_web_search", "web_search_options")
@@ -58,7 +60,22 @@ async def complete(client: httpx.AsyncClient, target: Target, body: dict, *, ret
                            headers(p), retries=retries)
     if "choices" not in data:
         raise UpstreamError("upstream answered without choices", status=502)
+    _named(data, body)
     return data
+
+
+def _named(data: dict, body: dict) -> None:
+    """The answer names the model the request named (a route, `provider.model`): the backend's own
+    name for itself is no business of the client's (llama.cpp's server says its GGUF file's path)."""
+    model = body.get("model")
+    if isinstance(model, str):
+        data["model"] = model
+
+
+def _renamer(body: dict) -> ModelName | None:
+    """`_named` for a stream's bytes (hub/backends/http.py `sse_batches`)."""
+    model = body.get("model")
+    return ModelName(model) if isinstance(model, str) else None
 
 
 async def stream(
@@ -74,9 +91,10 @@ async def stream(
     if not quirks.streams(out, p.quirks):
         whole = {k: v for k, v in out.items() if k not in ("stream", "stream_options")}
         data = await post_json(client, p, chat_url(p), whole, headers(p), retries=retries)
+        _named(data, body)
         return _replayed(quirks.as_chunks(data), raw)
     resp = await open_sse(client, p, chat_url(p), out, headers(p, stream=True), retries=retries)
-    return sse_batches(resp) if raw else _chunks(resp, p)
+    return sse_batches(resp, _renamer(body)) if raw else _chunks(resp, p, _renamer(body))
 
 
 async def _replayed(chunks: list[dict], raw: bool) -> AsyncIterator:
@@ -100,8 +118,9 @@ def decode_chunk(data: bytes, provider: Provider) -> dict | None:
     return chunk
 
 
-async def _chunks(resp: httpx.Response, provider: Provider) -> AsyncIterator[dict]:
-    async for data in sse_data(resp):
+async def _chunks(resp: httpx.Response, provider: Provider,
+                  rename: ModelName | None = None) -> AsyncIterator[dict]:
+    async for data in sse_data(resp, rename):
         if data == b"[DONE]":
             return
         if data and (chunk := decode_chunk(data, provider)) is not None:

@@ -1,7 +1,9 @@
 """Commercial pass-through: a request already in a provider's own protocol (Anthropic Messages for an
-`anthropic` provider, OpenAI Responses for an `openai` one) goes to it untouched, so the provider runs
-its own server tools. Failover and the concurrency gate are the dispatcher's, as for chat; a stream
-keeps its gate slot until it ends and gives it back through the dispatcher."""
+`anthropic` provider, OpenAI Responses for an `openai` one) goes to it untouched but for the model
+name, so the provider runs its own server tools; the answer comes back untouched but for the model
+name too (the client's, as every answer of the gateway says it). Failover and the concurrency gate
+are the dispatcher's, as for chat; a stream keeps its gate slot until it ends and gives it back
+through the dispatcher."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from ..dispatch import Dispatcher
 from ..router import Resolution
 from ..settings import Target
 from .http import UpstreamError, open_sse, post_json
+from .normalize import ModelName
 
 log = logging.getLogger("searchhub.passthrough")
 ANTHROPIC_VERSION = "2023-06-01"
@@ -84,20 +87,38 @@ async def forward(client: httpx.AsyncClient, dispatcher: Dispatcher, resolution:
         return await post_json(client, target.provider, url, out, headers)
 
     result, target = await dispatcher.run(resolution.route, resolution.candidates, call, hold=fwd.stream)
+    model = body.get("model")
     if not fwd.stream:
+        if isinstance(model, str) and "model" in result:  # (count_tokens answers have none)
+            result["model"] = model
         return result
-    return dispatcher.held(_ended(native_stream.watched(result), fwd.broken), target)
+    rename = ModelName(model) if isinstance(model, str) else None
+    return dispatcher.held(_ended(native_stream.watched(result), fwd.broken, rename), target)
 
 
-async def _ended(chunks: AsyncIterator[bytes], broken: Callable[[str], bytes] | None) -> AsyncIterator[bytes]:
-    """A committed stream that breaks ends with the protocol's error event (`Forward.broken`)."""
+async def _ended(chunks: AsyncIterator[bytes], broken: Callable[[str], bytes] | None,
+                 rename: ModelName | None = None) -> AsyncIterator[bytes]:
+    """The stream with its model named as the client named it (Anthropic's `message_start`, the
+    Responses `response.*` events), rewritten a whole line at a time: a read's unfinished last line
+    waits for the next read (an SSE client can do nothing with it before its end anyway). A
+    committed stream that breaks ends with the protocol's error event (`Forward.broken`)."""
+    rest = b""  # the unfinished last line of the reads so far
     try:
         async for chunk in chunks:
-            yield chunk
+            if rename is None:
+                yield chunk
+                continue
+            data = rest + chunk if rest else chunk
+            end = data.rfind(b"\n") + 1
+            rest = data[end:]
+            if end:
+                yield rename(data[:end])
+        if rest and rename is not None:  # (rest is only ever kept with rename)
+            yield rename(rest)
     except UpstreamError as e:
         if broken is None:
             raise
-        yield broken(e.reason)
+        yield rest + broken(e.reason)
     finally:
         await chunks.aclose()
 

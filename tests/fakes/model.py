@@ -13,7 +13,8 @@ Script entries (consumed one per request; a callable is called with the request 
   {"reasoning": "..."}                                  reasoning text (vLLM 'reasoning_content')
   {"raw_message": {...}} / {"raw_deltas": [{...}, ...]}  a message / stream deltas exactly as given (broken models)
   {"no_usage": True, ...}                               no usage at all (llama.cpp-family streams)
-With an empty script the model answers {"content": "ok"}.
+With an empty script the model answers {"content": "ok"}. `served_model` is the name its answers
+give (llama.cpp's server gives its GGUF file's path); None: the request's `model`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class FakeModel:
         self._lock = threading.Lock()
         self.default: Reply = {"content": "ok"}
         self.cancelled = 0
+        self.served_model: str | None = None
         self.server = ServerThread(Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
@@ -71,6 +73,7 @@ class FakeModel:
         self.script()
         self.default = {"content": "ok"}
         self.cancelled = 0
+        self.served_model = None
 
     def _next(self, body: dict) -> dict:
         with self._lock:
@@ -102,7 +105,7 @@ class FakeModel:
         usage = None if reply.get("no_usage") else {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         if not body.get("stream") and "raw_message" in reply:
             return JSONResponse({"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-                                 "model": body.get("model"), "usage": usage,
+                                 "model": self.served_model or body.get("model"), "usage": usage,
                                  "choices": [{"index": 0, "message": reply["raw_message"], "finish_reason": finish}]})
         if not body.get("stream"):
             msg: dict = {"role": "assistant", "content": reply.get("content")}
@@ -112,7 +115,7 @@ class FakeModel:
                 msg["reasoning_content"] = reply["reasoning"]
             return JSONResponse({
                 "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-                "model": body.get("model"),
+                "model": self.served_model or body.get("model"),
                 "choices": [{"index": 0, "message": msg, "finish_reason": finish, "logprobs": None}],
                 **({"usage": usage} if usage else {}),
             })
@@ -131,7 +134,7 @@ class FakeModel:
 
     async def _sse(self, body: dict, reply: dict, calls: list[dict], finish: str, usage: dict | None):
         base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": body.get("model")}
+                "model": self.served_model or body.get("model")}
         ollama = reply.get("ollama")
         chunks: list[dict] = [{"role": "assistant", "content": ""}]
         if "raw_deltas" in reply:
