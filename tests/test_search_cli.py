@@ -92,3 +92,44 @@ def test_unknown_engine_and_config_errors(engines_json, tmp_path):
     assert CANARY not in p.stderr
     p = searchhub("rust", "--config", str(tmp_path / "missing.json"))
     assert p.returncode == 1 and "cannot read" in p.stderr
+
+
+LONG = " ".join(f"part{i:04d} of what the provider says went wrong" for i in range(30))  # ~1,300 characters
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_a_failure_is_said_once_and_whole(fake, engines_json, json_output):
+    """A person sees the engine's error once (not also as a log line) and whole (not cut at a model's
+    160 characters), the key still masked; the exit status says it failed."""
+    fake.script("serper", Reply(status=500, body={"message": f"{LONG} (key {CANARY})"}))
+    p = searchhub("rust", "--config", str(engines_json(api_key=CANARY)), *(["--json"] if json_output else []))
+    assert p.returncode == 1
+    said = p.stdout + p.stderr
+    assert said.count("part0000 of") == 1 and said.count("part0029 of") == 1, said
+    assert f"{LONG} (key ****)" in said and "…" not in said
+    assert CANARY not in said and CANARY[:12] not in said
+    told = [line for line in p.stderr.splitlines() if "part0000" in line]
+    if json_output:
+        assert json.loads(p.stdout)["error"] == f"the search service failed (HTTP 500: {LONG} (key ****))"
+        assert told == []
+    else:
+        assert p.stdout == ""
+        assert told == [f"search failed (engine serper): the search service failed (HTTP 500: {LONG} (key ****))"]
+
+
+def test_a_failure_longer_than_a_screen_is_bounded(fake, engines_json):
+    fake.script("serper", Reply(status=500, body={"message": "x" * 10_000}))
+    p = searchhub("rust", "--config", str(engines_json()))
+    assert p.returncode == 1
+    (line,) = [line for line in p.stderr.splitlines() if "xxx" in line]
+    assert line.startswith("search failed (engine serper): the search service failed (HTTP 500: xxx")
+    assert 2000 <= len(line) <= 2200 and line.endswith("…)")
+
+
+def test_a_fallback_still_says_which_engine_failed(fake, engines_json):
+    """When another engine answers, the failure is not in the answer: it is said once, on stderr."""
+    fake.script("serper", Reply(status=500, body={"message": LONG}))
+    p = searchhub("rust", "--config", str(engines_json(fallback=True)))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("engine searx · ")
+    assert p.stderr.count("part0000 of") == 1 and "serper" in p.stderr and LONG in p.stderr

@@ -10,6 +10,8 @@ import logging
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from .. import config as cfgmod
 from ..backends.http import make_client
@@ -17,6 +19,7 @@ from ..backends.proxy import mask_proxy
 from ..dispatch import Dispatcher, Gate
 from ..router import Cooldowns, Router
 from ..store.memory import MemoryStore
+from . import fetch
 from .base import SearchResult
 from .registry import engine_class, kind_of
 from .service import SearchService
@@ -24,21 +27,68 @@ from .service import SearchService
 SNIPPET_CHARS = 240
 
 
+MESSAGE_CAP = 2000  # a provider's error message, for a person (a model reads fetch.MESSAGE_CAP of it)
+
+
 def run_search(args: argparse.Namespace, cfg: cfgmod.Config, path: str) -> int:
+    """The search's hits, or its failure said once (on stdout with --json, else on stderr), whole."""
     if not cfg.web_search.engines:
         print(f"{path}: no web search engine is configured (webSearch.engines is empty)", file=sys.stderr)
         return 1
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    result = asyncio.run(_search(cfg, args))
+    with _whole_messages(), _held(logging.getLogger("searchhub.search")) as failures:
+        result = asyncio.run(_search(cfg, args))
+    if result.ok:  # another engine answered: which failed is not in the answer, so its warning is said
+        for record in failures:
+            logging.getLogger().handle(record)
     if args.json:
         print(json.dumps({**result.to_payload(), **({"cached": True} if result.cached else {})},
                          ensure_ascii=False, indent=2))
     elif result.ok:
         print(render(result))
-    if not result.ok:
+    else:  # every engine's error is in it (hub/search/service.py): their warnings would say it twice
         print(f"search failed (engine {result.engine}): {result.error}", file=sys.stderr)
-        return 1
-    return 0
+    return 0 if result.ok else 1
+
+
+@contextmanager
+def _whole_messages() -> Iterator[None]:
+    """A provider's error message up to MESSAGE_CAP characters, not cut to the few a model is given
+    (still redacted: hub/search/fetch.py `upstream_message` redacts before it cuts)."""
+    saved = fetch.MESSAGE_CAP
+    fetch.MESSAGE_CAP = max(saved, MESSAGE_CAP)
+    try:
+        yield
+    finally:
+        fetch.MESSAGE_CAP = saved
+
+
+class _Holder(logging.Handler):
+    """Keeps the records below ERROR; errors (an engine that crashed: its traceback) go on at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR:
+            logging.getLogger().handle(record)
+        else:
+            self.records.append(record)
+
+
+@contextmanager
+def _held(logger: logging.Logger) -> Iterator[list[logging.LogRecord]]:
+    """The logger's warnings, held back (not printed) while the block runs."""
+    holder = _Holder()
+    propagate = logger.propagate
+    logger.addHandler(holder)
+    logger.propagate = False
+    try:
+        yield holder.records
+    finally:
+        logger.removeHandler(holder)
+        logger.propagate = propagate
 
 
 async def _search(cfg: cfgmod.Config, args: argparse.Namespace) -> SearchResult:
