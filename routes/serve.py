@@ -35,6 +35,16 @@ def setup_logging(level: str, log_format: str | None = None) -> None:
     handler = LineHandler(sys.stderr)
     handler.setFormatter(TextFormatter() if wants_text(log_format, sys.stderr) else JsonFormatter())
     handler.addFilter(RequestContextFilter())
+
+    def uvicorn_named(record: logging.LogRecord) -> bool:
+        # Uvicorn says "Started server process", "Uvicorn running on ..." and the like under the
+        # logger `uvicorn.error`, which reads as an error (in JSON logs above all): below WARNING
+        # its lines are `uvicorn`'s; its warnings and errors keep the name.
+        if record.name == "uvicorn.error" and record.levelno < logging.WARNING:
+            record.name = "uvicorn"
+        return True
+
+    handler.addFilter(uvicorn_named)
     install(handler)
     root = logging.getLogger()
     root.handlers[:] = [handler]
