@@ -1,4 +1,4 @@
-"""`searchhub serve | check | search | engines | mcp | classify`."""
+"""`searchhub serve | init | check | doctor | search | engines | mcp | classify`, and `--version`."""
 
 from __future__ import annotations
 
@@ -12,11 +12,23 @@ from . import config as cfgmod
 
 
 def _add_config(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="path to engines.json (default: $SEARCHHUB_CONFIG or ./engines.json)")
+    p.add_argument("--config", help="path to engines.json (default, first found: $SEARCHHUB_CONFIG, ./engines.json, "
+                                    "~/.config/searchhub/engines.json, the built-in default)")
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("searchhub")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="searchhub", description="LLM gateway with server-side web search")
+    parser.add_argument("--version", action="version", version=f"searchhub {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the gateway")
@@ -27,8 +39,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-format", choices=["auto", "text", "json"], default="auto",
                        help="log lines as text for people or JSON for collectors (auto: text on a terminal)")
 
+    init = sub.add_parser("init", help="write an editable copy of the built-in config (never overwrites)")
+    init.add_argument("--path", default=cfgmod.CONFIG_NAME,
+                      help="where to write it (default: ./%(default)s; the user config dir is "
+                           "~/.config/searchhub/engines.json)")
+
     check = sub.add_parser("check", help="validate engines.json and print the resolved routing table")
     _add_config(check)
+
+    doctor = sub.add_parser("doctor", help="try each provider and engine once; print what works and what to fix")
+    _add_config(doctor)
+    doctor.add_argument("--query", default="weather today", help="the engines' probe query (default: %(default)s)")
+    doctor.add_argument("--timeout", type=float, default=10.0, help="seconds for each probe (default: %(default)s)")
 
     search = sub.add_parser("search", help="run one web search with the configured engines")
     _add_config(search)
@@ -74,36 +96,69 @@ def main(argv: list[str] | None = None, *, serve: Serve | None = None) -> int:
     return code
 
 
+def locate(args: argparse.Namespace) -> str:
+    """The config path for a command, logged on stderr with where it came from (stdout is the
+    command's own: a table, JSON or the MCP protocol)."""
+    where = cfgmod.locate(getattr(args, "config", None))
+    print(f"searchhub: using {where.describe()}", file=sys.stderr)
+    return where.path
+
+
 def _run(args: argparse.Namespace, serve: Serve | None) -> int:
+    if args.command == "init":
+        return _init(args.path)
     if args.command == "check":
         return _check(args)
     if args.command == "serve":
         if serve is None:
             print("searchhub: 'serve' runs from the searchhub program (python -m routes serve)", file=sys.stderr)
             return 2
-        return serve(cfgmod.config_path(args.config), host=args.host, port=args.port, workers=args.workers,
+        return serve(cfgmod.locate(args.config), host=args.host, port=args.port, workers=args.workers,
                      log_format=args.log_format)
-    if args.command == "search":
-        from .search.cli import run_search
-
-        path = cfgmod.config_path(args.config)
+    if args.command in ("search", "engines", "mcp", "doctor"):
+        path = locate(args)
         cfg = load_config(path)
-        return 1 if cfg is None else run_search(args, cfg, path)
-    if args.command == "engines":
-        from .search.cli import run_engines
+        if cfg is None:
+            return 1
+        if args.command == "search":
+            from .search.cli import run_search
 
-        path = cfgmod.config_path(args.config)
-        cfg = load_config(path)
-        return 1 if cfg is None else run_engines(args, cfg, path)
-    if args.command == "mcp":
+            return run_search(args, cfg, path)
+        if args.command == "engines":
+            from .search.cli import run_engines
+
+            return run_engines(args, cfg, path)
+        if args.command == "doctor":
+            from .doctor import run_doctor
+
+            return run_doctor(cfg, path, query=args.query, timeout_s=args.timeout)
         from .mcp.stdio import run_stdio
 
-        path = cfgmod.config_path(args.config)
-        cfg = load_config(path)
-        return 1 if cfg is None else run_stdio(args, cfg, path)
+        return run_stdio(args, cfg, path)
     if args.command == "classify":
         return _classify(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+def _init(path: str) -> int:
+    """Write the built-in config to `path` for editing; an existing file is never touched."""
+    text = cfgmod.BUILTIN_CONFIG.read_text(encoding="utf-8")
+    # The copy's "$schema" points at the installed schema, so an editor can check it wherever it lives.
+    text = text.replace('"./hub/engines.schema.json"', json.dumps(cfgmod.SCHEMA_PATH.resolve().as_uri()), 1)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "x", encoding="utf-8") as f:  # "x": fails if the file exists, atomically
+            f.write(text)
+    except FileExistsError:
+        print(f"searchhub init: {path} already exists; it was left as it is (remove it or pass --path)",
+              file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"searchhub init: cannot write {path}: {e.strerror}", file=sys.stderr)
+        return 1
+    print(f"wrote {path}: edit it (providers, routes, engines; docs/configuration.md), check it with "
+          f"`searchhub check --config {path}`, then run `searchhub serve`")
+    return 0
 
 
 def _classify(args: argparse.Namespace) -> int:
@@ -146,7 +201,7 @@ def load_config(path: str) -> cfgmod.Config | None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    path = cfgmod.config_path(args.config)
+    path = locate(args)
     cfg = load_config(path)
     if cfg is None:
         return 1

@@ -7,6 +7,8 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -517,5 +519,48 @@ def _check_members(engines: list[EngineConfig], errors: list[str]) -> None:
             errors.append(f"{where}: an engine is listed twice")
 
 
+CONFIG_ENV = "SEARCHHUB_CONFIG"
+CONFIG_NAME = "engines.json"
+BUILTIN_CONFIG = Path(__file__).with_name("engines.default.json")  # the repository's engines.json, packaged
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigLocation:
+    """Which config file a command uses, and why (logged, so nobody has to guess)."""
+
+    path: str
+    source: str  # "--config", "$SEARCHHUB_CONFIG", "./engines.json", "user config", "built-in default"
+
+    def describe(self) -> str:
+        if self.source == "built-in default":
+            return f"the built-in default config ({self.path}); `searchhub init` writes an editable copy"
+        return f"config {self.path} (from {self.source})"
+
+
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """$XDG_CONFIG_HOME/searchhub/engines.json, ~/.config/searchhub/engines.json without it."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    return Path(base) / "searchhub" / CONFIG_NAME
+
+
+def locate(cli_value: str | None, env: Mapping[str, str] | None = None, cwd: str | None = None) -> ConfigLocation:
+    """The config to use, first found: --config, $SEARCHHUB_CONFIG, ./engines.json, the user config
+    dir, the built-in default. A path named by --config or the variable is used even if it is missing
+    (loading it then says so): a typo must not silently fall back to another file."""
+    env = os.environ if env is None else env
+    if cli_value:
+        return ConfigLocation(cli_value, "--config")
+    if env.get(CONFIG_ENV):
+        return ConfigLocation(env[CONFIG_ENV], f"${CONFIG_ENV}")
+    local = Path(cwd or os.getcwd()) / CONFIG_NAME
+    if local.is_file():
+        return ConfigLocation(CONFIG_NAME if cwd is None else str(local), f"./{CONFIG_NAME}")
+    user = user_config_path(env)
+    if user.is_file():
+        return ConfigLocation(str(user), "user config")
+    return ConfigLocation(str(BUILTIN_CONFIG), "built-in default")
+
+
 def config_path(cli_value: str | None) -> str:
-    return cli_value or os.environ.get("SEARCHHUB_CONFIG") or "engines.json"
+    return locate(cli_value).path

@@ -4,7 +4,6 @@ concurrency gate."""
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from .activity import Activity
 from .backends import openai_compat
 from .backends.http import UpstreamError
 from .router import Router
-from .settings import Provider, Target
+from .settings import Provider, Target, mask_url
 from .stream_watch import Opened, Watched, first_content, watched_reads
 from .trace import Trace
 
@@ -31,31 +30,20 @@ def _for(value, target: Target):
 
 
 CONNECT_FAILED = "cannot connect to upstream"  # hub/backends/http.py's reason for a refused or timed-out connect
-BACKENDS_DOC = "docs/backends.md"
-_USERINFO = re.compile(r"(?<=//)[^@/?#]*@")
-
-
-def shown_url(url: str) -> str:
-    """A base URL as errors, logs and /health show it: credentials (`user:pass@`) and a query
-    string (which may carry a key) become ****."""
-    url = _USERINFO.sub("****@", url)
-    q = url.find("?")
-    return url if q < 0 else url[: q + 1] + "****"
-
-
+BACKENDS_DOC = "docs/backends.md; `searchhub doctor` checks each one"
 @dataclass(slots=True)
 class Attempt:
     target: str
     provider: str
     reason: str
     status: int | None = None
-    url: str = ""  # the provider's base URL, shown_url's way
+    url: str = ""  # the provider's base URL, mask_url's way
     env: tuple[str, ...] = ()  # the environment variables its baseURL was written with
 
     @classmethod
     def of(cls, target: Target, reason: str, status: int | None) -> Attempt:
         p = target.provider
-        return cls(target.key, p.id, reason, status, shown_url(p.base_url), p.base_url_env)
+        return cls(target.key, p.id, reason, status, mask_url(p.base_url), p.base_url_env)
 
     @property
     def not_connected(self) -> bool:
@@ -81,7 +69,7 @@ class AllTargetsFailed(Exception):
 
     def message(self) -> str:
         """What the client is told: each attempt with the URL it tried, and, when some could not
-        connect, how to point the gateway at a model server. Never a secret: URLs are shown_url's."""
+        connect, how to point the gateway at a model server. Never a secret: URLs are mask_url's."""
         text = f"all upstream targets of route '{self.route}' failed: " + "; ".join(a.describe() for a in self.attempts)
         hint = self.next_step()
         return f"{text}. {hint}" if hint else text

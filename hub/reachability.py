@@ -24,8 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .backends.proxy import ProxyPolicy, choose
-from .dispatch import shown_url
-from .settings import Config, Provider
+from .settings import Config, Provider, mask_url
 
 TTL_S = 10.0  # how long an answer is kept
 TIMEOUT_S = 1.0  # one connect's deadline, and how long /health waits for the probes it started
@@ -112,7 +111,7 @@ class Reachability:
         for pid, provider in config.providers.items():
             w = where[pid]
             answer = w if isinstance(w, Answer) else self._answers.get(w) or Answer(None, STILL_PROBING)
-            providers[pid] = {"reachable": answer.reachable, "url": shown_url(provider.base_url),
+            providers[pid] = {"reachable": answer.reachable, "url": mask_url(provider.base_url),
                               "reason": answer.reason, "checkedAt": answer.checked_at}
 
         routes: dict[str, dict] = {}

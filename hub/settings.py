@@ -38,7 +38,7 @@ class Provider:
     def masked(self) -> dict:
         return {
             "type": self.type,
-            "baseURL": self.base_url,
+            "baseURL": mask_url(self.base_url),
             "apiKey": mask(self.api_key),
             "headers": {k: "****" for k in self.headers},
             "selfHosted": self.self_hosted,
@@ -258,5 +258,12 @@ def mask(secret: str | None) -> str | None:
     return "****" if len(secret) < 12 else secret[:3] + "****" + secret[-2:]
 
 
+_USERINFO = re.compile(r"(?<=//)[^@/?#]*@")
+
+
 def mask_url(url: str) -> str:
-    return re.sub(r"//([^@/]*)@", "//****@", url)
+    """A URL as errors, logs, /health and commands show it: credentials (`user:pass@`) and a query
+    string (which may carry a key) become ****."""
+    url = _USERINFO.sub("****@", url)
+    q = url.find("?")
+    return url if q < 0 else url[: q + 1] + "****"

@@ -19,7 +19,7 @@ from hub.logformat import JsonFormatter, LineHandler, TextFormatter, install, wa
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus-client when hub.metrics is imported
 
-_CONFIG_ENV = "SEARCHHUB_CONFIG"
+_CONFIG_ENV = cfgmod.CONFIG_ENV
 _LOG_FORMAT_ENV = "SEARCHHUB_LOG_FORMAT"
 _SUPERVISOR_ENV = "SEARCHHUB_SUPERVISOR_PID"  # set by `serve --workers N` for its workers
 
@@ -61,7 +61,7 @@ def app_factory():
     """Uvicorn worker entry point (`--workers N` needs an importable factory)."""
     from .app import create_app
 
-    path = os.environ.get(_CONFIG_ENV, "engines.json")
+    path = cfgmod.locate(None).path  # serve() put the absolute path in $SEARCHHUB_CONFIG
     cfg = cfgmod.load(path)
     setup_logging(cfg.server.log_level)
     supervisor = os.environ.get(_SUPERVISOR_ENV)
@@ -87,10 +87,11 @@ def _exit_with_supervisor(supervisor: int) -> None:
     threading.Thread(target=watch, name="searchhub-supervisor-watch", daemon=True).start()
 
 
-def serve(path: str, *, host: str | None = None, port: int | None = None, workers: int = 1,
+def serve(where: cfgmod.ConfigLocation, *, host: str | None = None, port: int | None = None, workers: int = 1,
           log_format: str = "auto") -> int:
     import uvicorn
 
+    path = where.path
     cfg = cli.load_config(path)
     if cfg is None:
         return 1
@@ -98,6 +99,7 @@ def serve(path: str, *, host: str | None = None, port: int | None = None, worker
         log_format = "text" if wants_text("auto", sys.stderr) else "json"
     os.environ[_LOG_FORMAT_ENV] = log_format
     setup_logging(cfg.server.log_level, log_format)
+    logging.getLogger("searchhub").info("using %s", where.describe())
     os.environ[_CONFIG_ENV] = os.path.abspath(path)
     host = host or cfg.server.host
     port = cfg.server.port if port is None else port

@@ -52,7 +52,7 @@ def expected(gw, p1: int, p2: int) -> str:
     return (f"all upstream targets of route 'default' failed: ollama.qwen3:8b: cannot connect to "
             f"http://127.0.0.1:{p1}/v1; llamacpp.default: cannot connect to http://****@127.0.0.1:{p2}/v1. "
             f"No model server answered: start one there, or point searchhub at yours with {VAR}, or "
-            f"providers.llamacpp.baseURL in {gw.path}; see docs/backends.md")
+            f"providers.llamacpp.baseURL in {gw.path}; see docs/backends.md; `searchhub doctor` checks each one")
 
 
 def attempts(p1: int, p2: int) -> list[dict]:
@@ -126,7 +126,7 @@ def test_a_set_variable_is_still_named(gateway, monkeypatch) -> None:
     assert r.json()["error"]["message"] == (
         f"all upstream targets of route 'default' failed: local.m: cannot connect to http://127.0.0.1:{port}/v1. "
         f"No model server answered: start one there, or point searchhub at yours with {VAR} "
-        f"(or providers.<id>.baseURL in {gw.path}); see docs/backends.md")
+        f"(or providers.<id>.baseURL in {gw.path}); see docs/backends.md; `searchhub doctor` checks each one")
 
 
 def test_some_unreachable_some_broken(gateway, fake_model) -> None:
@@ -146,7 +146,7 @@ def test_some_unreachable_some_broken(gateway, fake_model) -> None:
         f"all upstream targets of route 'default' failed: local.m: cannot connect to http://127.0.0.1:{port}/v1; "
         f"up.m ({fake_model.url}): upstream answered HTTP 500: boom. No model server answered at "
         f"http://127.0.0.1:{port}/v1: start one there, or point searchhub at yours with "
-        f"providers.local.baseURL in {gw.path}; see docs/backends.md")
+        f"providers.local.baseURL in {gw.path}; see docs/backends.md; `searchhub doctor` checks each one")
     assert [a["url"] for a in err["attempts"]] == [f"http://127.0.0.1:{port}/v1", fake_model.url]
 
 

@@ -291,7 +291,8 @@ def test_without_retries_a_refused_connect_fails_at_once(gateway, late_model) ->
     assert time.monotonic() - started < 0.5
     assert r.status_code == 502
     assert r.json()["error"]["attempts"] == [
-        {"target": "local.m", "provider": "local", "reason": "cannot connect to upstream", "status": None}]
+        {"target": "local.m", "provider": "local", "reason": "cannot connect to upstream", "status": None,
+         "url": late.url}]
 
 
 def test_retries_then_failover_to_the_next_target(gateway, late_model, fake_model_b) -> None:
@@ -344,7 +345,7 @@ def test_saturated_provider_answers_503_with_retry_after(gateway, fake_model, st
         err = r.json()["error"]
         assert err["type"] == "server_error" and err["code"] == "upstream_unavailable" and "param" in err
         assert err["attempts"] == [{"target": "local.m", "provider": "local", "status": 503,
-                                    "reason": "provider saturated (maxConcurrency reached)"}]
+                                    "reason": "provider saturated (maxConcurrency reached)", "url": fake_model.url}]
         r = c.post("/v1/messages", headers={"anthropic-version": "2023-06-01"}, json={
             "model": "d", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]})
         assert r.status_code == 529 and r.json()["error"]["type"] == "overloaded_error"

@@ -20,7 +20,7 @@ from ..dispatch import Dispatcher, Gate
 from ..router import Cooldowns, Router
 from ..store.memory import MemoryStore
 from . import fetch
-from .base import SearchResult
+from .base import UNAVAILABLE, SearchResult, failure
 from .registry import engine_class, kind_of
 from .service import SearchService
 
@@ -151,7 +151,7 @@ def run_engines(args: argparse.Namespace, cfg: cfgmod.Config, path: str) -> int:
     failed = False
     if args.probe:
         logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-        probes = asyncio.run(_probe(cfg, args.query))
+        probes = asyncio.run(probe_engines(cfg, args.query))
         for row in rows:
             result, seconds = probes[row["id"]]
             row["probe"] = {"ok": result.ok, "seconds": round(seconds, 2),
@@ -164,7 +164,9 @@ def run_engines(args: argparse.Namespace, cfg: cfgmod.Config, path: str) -> int:
     return 1 if failed else 0
 
 
-async def _probe(cfg: cfgmod.Config, query: str) -> dict[str, tuple[SearchResult, float]]:
+async def probe_engines(cfg: cfgmod.Config, query: str,
+                        timeout_s: float | None = None) -> dict[str, tuple[SearchResult, float]]:
+    """One live search on every engine at once (`engines --probe`, `doctor`), each within `timeout_s`."""
     client = make_client()
     store = MemoryStore()
     try:
@@ -173,7 +175,10 @@ async def _probe(cfg: cfgmod.Config, query: str) -> dict[str, tuple[SearchResult
 
         async def one(engine_id: str) -> tuple[str, tuple[SearchResult, float]]:
             started = time.perf_counter()
-            result = await service.probe(engine_id, query)
+            try:
+                result = await asyncio.wait_for(service.probe(engine_id, query), timeout_s)
+            except TimeoutError:
+                result = failure(engine_id, query, f"no answer within {timeout_s:g} s", UNAVAILABLE)
             return engine_id, (result, time.perf_counter() - started)
 
         return dict(await asyncio.gather(*(one(e.id) for e in cfg.web_search.engines)))
