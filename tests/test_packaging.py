@@ -184,3 +184,21 @@ def test_serves_from_an_empty_directory_with_the_built_in_config(installed):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         model.stop()
+
+
+def _fenced_after(text: str, heading: str) -> str:
+    start = text.index("```sh\n", text.index(heading)) + len("```sh\n")
+    return text[start:text.index("\n```", start)]
+
+
+def test_ci_runs_the_readme_test_command_byte_for_byte():
+    readme = (ROOT / "README.md").read_text()
+    command = _fenced_after(readme, "## Run the tests")
+    assert "\n" not in command
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci[-1] == command
+    # One llama.cpp build, never more compilers at once than cores (the first-run budget).
+    assert "LLAMA_CPP_BUILD_JOBS=$(nproc)" in command and "-DLLAMA_BUILD=OFF" in command
+    gateway = _fenced_after(readme, "## Run the gateway")
+    assert readme.index("## Run the gateway") < readme.index("## Run the tests") < readme.index("## Documentation")
+    assert "searchhub serve" in gateway
