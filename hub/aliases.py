@@ -57,8 +57,3 @@ def _match(
 def _name(aliases: Mapping[str, object], key: str) -> str | None:
     value = aliases.get(key)
     return value if isinstance(value, str) and value else None
-
-
-def known_to(router) -> Callable[[str], bool]:
-    """A route name or a pinned provider.model: names the operator's own config defines."""
-    return router.known

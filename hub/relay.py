@@ -52,11 +52,12 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: Callable[[], int
     usage and the backend sent none, an estimate comes before the end (hub/usage.py).
 
     Reads the opened stream itself, with the watch's rules (hub/stream_watch.py: ends at `[DONE]`;
-    ending without it and without a finish reason raises), rather than through `watched_batches`:
-    one generator less on every chunk of the most common stream."""
+    ending without it and without a finish reason in its last two reads that carried a payload
+    raises; `watched_reads` judges the same, tests/test_stream_watch.py), rather than through
+    another generator: one less on every chunk of the most common stream."""
     normalizer = StreamNormalizer()
     provider = target.provider
-    first, base, chunks, seen_usage, done = True, {}, 0, False, False
+    first, base, chunks, seen_usage, done, carried = True, {}, 0, False, False, False
 
     def estimated() -> list[bytes]:
         if not want_usage or seen_usage or not chunks or not provider.quirks.estimate_usage:
@@ -66,7 +67,10 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: Callable[[], int
                                      "usage": usage}) + b"\n\n"]
 
     def frames(batch: list[bytes]) -> bytes:
-        nonlocal first, base, chunks, seen_usage, done
+        """The read's chunks framed for the client; `carried` says whether it held any chunk
+        (a read of keep-alives or non-object payloads is no read for the finish rule)."""
+        nonlocal first, base, chunks, seen_usage, done, carried
+        carried = False
         out = []
         for data in batch:
             if data == b"[DONE]":  # the end goes out in the same write as the last chunks
@@ -79,11 +83,13 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: Callable[[], int
             chunks += 1
             seen_usage = seen_usage or _has_usage(data)
             if not first and plain(data):
+                carried = True
                 out.append(b"data: " + data + b"\n\n")
                 continue
             chunk = decode_chunk(data, provider)
             if chunk is None:
                 continue
+            carried = True
             if first:
                 base = {k: chunk[k] for k in ("id", "created", "model") if k in chunk}
                 first = False
@@ -97,7 +103,8 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: Callable[[], int
         head = []  # the reads before the first content go out in one write
         for batch in stream.opened.head:
             head.append(frames(batch))
-            last = (last[1], batch)
+            if carried:
+                last = (last[1], batch)
             if done:
                 break
         if any(head):
@@ -110,7 +117,8 @@ async def relay_sse(stream: Watched, target: Target, *, prompt: Callable[[], int
                 yield out
             if done:
                 return
-            last = (last[1], batch)
+            if carried:
+                last = (last[1], batch)
         if not finished(last, provider):
             raise unfinished()
         tail = estimated()

@@ -14,7 +14,6 @@ of a stream that ended without `[DONE]`, are decoded here.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import aclosing
 from dataclasses import dataclass
 
 from .backends.http import UpstreamError
@@ -109,37 +108,12 @@ def finished(batches: tuple[list[bytes], ...], provider: Provider) -> bool:
     return False
 
 
-async def watched_batches(opened: Opened, *, check_end: bool = True,
-                          release: Callable[[], None] | None = None) -> AsyncIterator[list[bytes]]:
-    """The stream's reads, the first ones again; ends after `[DONE]`; with check_end, raises when
-    it ended without `[DONE]` and without a finish reason in its last reads. `release` runs when
-    the stream is done with (the dispatcher's concurrency slot)."""
-    prev: list[bytes] = []
-    cur: list[bytes] = []
-    try:
-        async with aclosing(opened.rest) as rest:
-            for batch in opened.head:
-                yield batch
-                if DONE in batch:
-                    return
-                prev, cur = cur, batch
-            async for batch in rest:
-                yield batch
-                if DONE in batch:
-                    return
-                prev, cur = cur, batch
-        if check_end and not finished((prev, cur), opened.provider):
-            raise unfinished()
-    finally:
-        if release is not None:
-            release()
-
-
 async def watched_reads(opened: Opened, *, release: Callable[[], None] | None = None) -> AsyncIterator[list[dict]]:
     """The stream as decoded chunks, a list per network read (never an empty one: the reads
     before the first content come as one); ends at `[DONE]`; raises when it ended without it
-    and without a finish in its last two reads (as `watched_batches`). Reads the opened stream
-    itself (not through watched_batches: one generator less)."""
+    and without a finish in its last two reads that carried chunks (the relay, hub/relay.py
+    `relay_sse`, applies the same rule to the bytes it forwards; tests/test_stream_watch.py holds
+    the two to the same verdict)."""
     provider = opened.provider
     stream = Watched(opened, release)
     try:

@@ -1,7 +1,8 @@
 """The stream watchers on hostile input: hub/stream_watch.py (chat `data:` payloads, per network
-read) and hub/native_stream.py (a provider's own SSE bytes). However a good stream is cut into
-reads it is relayed unchanged and judged complete; whatever bytes come first, the only failure is
-an UpstreamError and the upstream is closed; a stream cut after its content raises at its end."""
+read), the chat relay's own copy of its rules (hub/relay.py `relay_sse`, the live path of every
+relayed chat stream) and hub/native_stream.py (a provider's own SSE bytes). However a good stream is
+cut into reads it is relayed whole and judged complete; whatever bytes come first, the only failure
+is an UpstreamError and the upstream is closed; a stream cut after its content raises at its end."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from hypothesis import strategies as st
 from hub import native_stream, stream_watch
 from hub.backends.http import UpstreamError
 from hub.config import parse
+from hub.relay import relay_sse
+from hub.settings import Target
 
 from .fakes.broken_stream import ANSWERS
 
@@ -60,21 +63,37 @@ async def drain(it: AsyncIterator) -> list:
     return [x async for x in it]
 
 
+async def relayed(opened: stream_watch.Opened) -> tuple[list[dict], bool]:
+    """What the chat relay writes to the client for this opened stream: its chunks, and whether it
+    wrote `[DONE]`."""
+    out = b"".join(await drain(relay_sse(stream_watch.Watched(opened), Target("p.m", PROVIDER, "m"))))
+    frames = [f.removeprefix(b"data: ") for f in out.split(b"\n\n") if f]
+    done = frames[-1:] == [b"[DONE]"]
+    return [json.loads(f) for f in frames if f != b"[DONE]"], done
+
+
+def text_of(chunks: list[dict]) -> str:
+    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices"))
+
+
 @settings(max_examples=60, deadline=None)
 @given(cuts=st.lists(st.integers(0, 20), max_size=6), no_done=st.booleans())
 def test_a_good_chat_stream_passes_however_it_is_read(cuts, no_done) -> None:
     payloads = GOOD[:-1] if no_done else GOOD  # a finish reason alone also ends a stream properly
     batches = split(payloads, cuts)
 
-    async def run() -> tuple[list, list]:
+    async def run() -> tuple[tuple[list[dict], bool], list]:
         opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
-        relayed = await drain(stream_watch.watched_batches(opened))
+        relay = await relayed(opened)
         opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
         reads = await drain(stream_watch.watched_reads(opened))
-        return relayed, reads
+        return relay, reads
 
-    relayed, reads = asyncio.run(run())
-    assert [p for b in relayed for p in b] == payloads
+    (sent, done), reads = asyncio.run(run())
+    assert done == (not no_done)  # the upstream's [DONE] goes out; without one the encoder adds it
+    assert text_of(sent) == "Hello there"
+    assert [c["choices"][0]["finish_reason"] for c in sent if c.get("choices")][-1] == "stop"
+    assert sent[-1]["usage"] == {"total_tokens": 3}
     assert all(reads), "an empty read was yielded"
     chunks = [c for r in reads for c in r]
     assert chunks == [json.loads(p) for p in payloads if p != b"[DONE]"]
@@ -91,9 +110,9 @@ def test_a_chat_stream_cut_after_content_raises_at_its_end(cuts, end) -> None:
 
     async def run(watch) -> None:
         opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
-        await drain(watch(opened))
+        await watch(opened)
 
-    for watch in (stream_watch.watched_batches, stream_watch.watched_reads):
+    for watch in (relayed, lambda opened: drain(stream_watch.watched_reads(opened))):
         try:
             asyncio.run(run(watch))
         except UpstreamError as e:
@@ -102,27 +121,33 @@ def test_a_chat_stream_cut_after_content_raises_at_its_end(cuts, end) -> None:
             raise AssertionError("a cut stream passed as complete")
 
 
-@settings(max_examples=80, deadline=None)
-@given(cuts=st.lists(st.integers(0, 20), max_size=6), after=st.integers(0, 4))
-def test_both_chat_watchers_judge_a_stream_without_done_alike(cuts, after) -> None:
-    """Without [DONE], a stream is complete when a finish reason is in its last two reads: the
-    relay's watcher (watched_batches) and the tool loop's (watched_reads) agree on every cut,
-    also with chunks after the finish (which may push it out of the last two reads)."""
+@settings(max_examples=150, deadline=None)
+@given(cuts=st.lists(st.integers(0, 20), max_size=6), after=st.integers(0, 4),
+       idle=st.lists(st.tuples(st.integers(0, 12), st.sampled_from([[b""], [b"[]"], [b"", b"1"]])), max_size=3))
+def test_the_relay_and_the_tool_loop_judge_a_stream_without_done_alike(cuts, after, idle) -> None:
+    """Without [DONE], a stream is complete when a finish reason is in its last two reads that
+    carried a chunk: the relay (hub/relay.py, the live path of every relayed chat stream) and the
+    tool loop's watcher (watched_reads) agree on every cut, with chunks after the finish (which may
+    push it out of the last two reads) and with reads of keep-alives or non-object payloads between
+    (which must not)."""
     payloads = GOOD[:4] + [chunk({"content": f" {i}"}) for i in range(after)]
     batches = split(payloads, cuts)
+    for at, read in sorted(idle, reverse=True):  # idle reads anywhere after the first one
+        batches.insert(1 + at % len(batches), list(read))
 
     async def complete(watch) -> bool:
         opened = await stream_watch.first_content(Source(batches)(), PROVIDER)
         try:
-            await drain(watch(opened))
+            await watch(opened)
         except UpstreamError:
             return False
         return True
 
-    relay = asyncio.run(complete(stream_watch.watched_batches))
-    loop = asyncio.run(complete(stream_watch.watched_reads))
+    relay = asyncio.run(complete(relayed))
+    loop = asyncio.run(complete(lambda opened: drain(stream_watch.watched_reads(opened))))
     assert relay == loop
-    assert loop == any(b'"stop"' in p for b in batches[-2:] for p in b)
+    with_chunks = [b for b in batches if any(p.startswith(b"{") for p in b)]
+    assert loop == any(b'"stop"' in p for b in with_chunks[-2:] for p in b)
 
 
 async def open_or_fail_cleanly(source: Source, opening: Awaitable, watched: Callable[[Any], AsyncIterator]) -> None:
