@@ -8,9 +8,15 @@ worker answers, adds them up (prometheus-client's multiprocess mode).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import multiprocess as _multiprocess
+
+from .keys import ANONYMOUS
+
+if TYPE_CHECKING:
+    from .settings import Config
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -108,11 +114,12 @@ ENGINE_SELECTIONS = Counter(
     "narrowing), fallback (another engine answered after a failure).", ["engine", "source"], registry=REGISTRY,
 )
 FETCHES = Counter(
-    "searchhub_fetches_total", "Server-side page fetches (web_fetch).", ["outcome"], registry=REGISTRY
+    "searchhub_fetches_total", "Page fetches the fetcher ran (web_fetch tool, MCP web_fetch), by outcome ('ok' or a "
+    "web_fetch error code).", ["outcome"], registry=REGISTRY
 )
 SIDE_REQUESTS_SKIPPED = Counter(
-    "searchhub_side_requests_skipped_total", "Client side requests (titles, summaries…) that got no search.",
-    ["client"], registry=REGISTRY,
+    "searchhub_side_requests_skipped_total",
+    "Client side requests (titles, summaries…) that got no search, by client family.", ["client"], registry=REGISTRY,
 )
 SEARCH_MODE = Counter(
     "searchhub_search_mode_total", "Requests that searched, by mode: tool (the model calls web_search) or "
@@ -131,7 +138,7 @@ def _known_label_sets() -> None:
     """Create the label sets the code enumerates, so /metrics lists them at 0 from the start (a labelled
     series is otherwise absent until its first increment, and rate() over it has nothing to start from).
     Search cost is labelled by configured key names and engine ids, which this module does not know:
-    its series appear at a key's first charged search."""
+    `config_series` creates those for each config a Runtime is built from (hub/runtime.py)."""
     from .fetcher.result import ERROR_CODES  # here, not at the top: hub/fetcher imports this module
     from .trace import _FAMILIES
 
@@ -144,6 +151,20 @@ def _known_label_sets() -> None:
 
 
 _known_label_sets()
+
+
+def config_series(config: Config) -> None:
+    """Create the series a config's labels enumerate, so /metrics lists them at 0 from the start and
+    after a reload that adds a key or an engine: search cost for every configured key name (or
+    `anonymous` on a gateway without keys: hub/keys.py) and every engine with a price (an engine
+    without one never adds to it: hub/search/cost.py). Series of a key or engine a reload removed
+    stay, as counters do."""
+    keys = [k.name for k in config.server.api_keys] or [ANONYMOUS]
+    engines = [e.id for e in config.web_search.engines
+               if e.cost_per_call or e.cost_per_input_token or e.cost_per_output_token]
+    for key in keys:
+        for engine in engines:
+            SEARCH_COST.labels(key, engine)
 
 
 _CHILDREN: dict[tuple, object] = {}

@@ -36,7 +36,7 @@ from .stream_driver import StreamDriver
 from .tools.base import ToolRequest, Transcript
 from .tools.keepalive import Feed
 from .tools.registry import ServerTools
-from .trace import Trace
+from .trace import Trace, client_family
 
 log = logging.getLogger("searchhub.pipeline")
 round_log = DirectLog("searchhub.pipeline")  # a line per search round, written with the request's (hub/logformat.py)
@@ -242,11 +242,16 @@ class Pipeline:
             plan.ineligible = ineligible_reason(ws, provider, opts.force_search)
             return plan
         plan.prior = routing.prior
-        if routing.side is None:  # once per request: it notes whether the client uses tools
+        first = routing.side is None
+        if first:  # once per request: it notes whether the client uses tools
             routing.side = self._side_request(body, opts)
         request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted, side=routing.side,
                              hosted_fetch=opts.hosted_fetch)
         decision = decide(ws, provider, request, routing.state)
+        if first and routing.side and not decision.inject:  # counted once, like the decision itself
+            tr = opts.trace  # its client family also reads Codex's originator header
+            metrics.child(metrics.SIDE_REQUESTS_SKIPPED, tr.client if tr is not None
+                          else client_family(opts.client_agent)).inc()
         plan.mode = plan.limits.mode
         plan.presearch = (decision.inject and plan.mode != "tool" and ws.tool_name in self.tools
                           and bool(messages) and messages[-1].get("role") == "user")
@@ -283,7 +288,7 @@ class Pipeline:
             if plan.decision is None:
                 trace.injected(False, plan.ineligible or "", plan.limits.inject_policy)
             else:
-                trace.decided(plan.decision, plan.limits.inject_policy)
+                trace.decided(plan.decision, plan.limits.inject_policy, plan.mode)
         if not plan.relay:
             metrics.child(metrics.WEB_SEARCH_INJECTIONS, target.provider.type).inc()
             metrics.child(metrics.SEARCH_MODE, "tool" if plan.mode == "tool" else "presearch").inc()

@@ -66,6 +66,7 @@ class Runtime:
         self.tools = build_tools(Parts(config, shared.client, self.search, self.budget, self.fetch))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
+        metrics.config_series(config)  # built: this config's keys and engines on /metrics at 0 from now on
 
     def metered(self, key: ApiKey | None, bill: SearchBill | None = None) -> MeteredSearch:
         """This config's search on behalf of one API key (its budget and cost)."""

@@ -56,7 +56,7 @@ class Decision(msgspec.Struct, rename="camel"):
     rule: str | None = None  # intent: the rule that fired
     language: str | None = None
     policy: str | None = None  # injection: the injectPolicy in force
-    mode: str | None = None  # injection: tool | presearch
+    mode: str | None = None  # injection: tool | presearch | hybrid (webSearch.mode), side-call
 
 
 class Source(msgspec.Struct, rename="camel"):
@@ -143,11 +143,12 @@ class Trace(msgspec.Struct, rename="camel"):
         self.ran(tool, 1, call, elapsed_s)
         self.sources = [Source(n, url, title or "") for n, (url, title, _) in enumerate(call.pages(), 1) if n <= 50]
 
-    def decided(self, decision, policy: str | None) -> None:
-        """The pipeline's injection decision (hub/injection.py) and the intent behind it."""
+    def decided(self, decision, policy: str | None, mode: str = "tool") -> None:
+        """The pipeline's injection decision (hub/injection.py), the intent behind it, and when the
+        gateway took the request on, how: its webSearch.mode (`tool`, `presearch`, `hybrid`)."""
         if decision.intent is not None:
             self.decided_intent(decision.intent)
-        self.injected(decision.inject, decision.reason, policy, "tool" if decision.inject else None)
+        self.injected(decision.inject, decision.reason, policy, mode if decision.inject else None)
 
     def finish_answer(self, response: dict, bodies: bool, request: dict) -> None:
         """A relayed (non-searching) answer: its usage, and with bodies on, the texts."""

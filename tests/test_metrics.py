@@ -81,6 +81,41 @@ def test_known_series_are_exported_at_zero_from_the_start(serve, fake_model, sea
             assert found.get((name, tuple(sorted(labels.items())))) == 0, (args, name, labels)
 
 
+def cost_series(url: str) -> dict[tuple[str, str], float]:
+    """searchhub_search_cost_total by (key, engine), as /metrics lists it."""
+    return {(dict(ls)["key"], dict(ls)["engine"]): v for (n, ls), v in samples(url).items()
+            if n == "searchhub_search_cost_total"}
+
+
+def test_search_cost_series_of_the_config_are_exported_at_zero(gateway, fake_model, search_fakes) -> None:
+    """Every configured key name with every priced engine is listed at 0 from the start (a dashboard's
+    rate() has it before the first charged search), and so is what a reload adds. The names are this
+    test's own: the registry is shared by every gateway this process started."""
+    cfg = search_cfg(fake_model.url, search_fakes)
+    cfg["server"]["apiKeys"] = [{"key": "sk-cost-watch-one-4f1a", "name": "cost-watch-one"}]
+    cfg["webSearch"]["engines"] = [searxng_engine(search_fakes, id="cost-priced-one", default=True, costPerCall=0.004),
+                                   searxng_engine(search_fakes, id="cost-unpriced")]
+    gw = gateway(cfg)
+    found = cost_series(gw.url)  # the first request this gateway gets
+    assert found[("cost-watch-one", "cost-priced-one")] == 0
+    assert not any(e == "cost-unpriced" for _, e in found)  # no price, never a cost
+
+    cfg["server"]["apiKeys"].append({"key": "sk-cost-watch-two-9b2c", "name": "cost-watch-two"})
+    cfg["webSearch"]["engines"].append(searxng_engine(search_fakes, id="cost-priced-two", costPerCall=0.002))
+    gw.write_config(cfg)
+    want = {(k, e) for k in ("cost-watch-one", "cost-watch-two") for e in ("cost-priced-one", "cost-priced-two")}
+    deadline = time.monotonic() + 10
+    while not want <= set(found := cost_series(gw.url)):
+        assert time.monotonic() < deadline, f"after the reload: {sorted(found)}"
+        time.sleep(0.05)
+    assert all(found[s] == 0 for s in want)
+
+    keyless = search_cfg(fake_model.url, search_fakes)  # a gateway without keys charges 'anonymous'
+    keyless["webSearch"]["engines"] = [searxng_engine(search_fakes, id="cost-priced-keyless", default=True,
+                                                       costPerCall=0.001)]
+    assert cost_series(gateway(keyless, name="keyless.json").url)[("anonymous", "cost-priced-keyless")] == 0
+
+
 def test_workers_export_summed_totals(serve, fake_model, search_fakes) -> None:  # noqa: F811
     gw = serve(search_cfg(fake_model.url, search_fakes), "--workers", "2")
     fake_model.default = search_then_answer

@@ -7,6 +7,7 @@ import openai
 import pytest
 
 from .helpers import base_config, searxng_engine
+from .test_traces import ADMIN, admin, wait_trace
 
 CALL_AS_TEXT = '<tool_call>{"name": "web_search", "arguments": {"query": "rust release"}}</tool_call>'
 
@@ -157,3 +158,22 @@ def test_presearch_google_preferred_intent_picks_a_google_engine(gateway, fake_m
     oa(gw).chat.completions.create(model="default", messages=[{"role": "user", "content": "谷歌一下 rust 1.91"}])
     assert searxng_queries(search_fakes) == []
     assert [r.json["q"] for r in search_fakes.requests["serper"]] == ["rust 1.91"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("mode", ["tool", "presearch", "hybrid"])
+def test_the_trace_names_the_search_mode(gateway, fake_model, search_fakes, mode, stream):
+    """A request the gateway took on is traced with the mode it ran in (shown on /ui and by GET
+    /admin/traces/{id}): the presearch of presearch and hybrid is the call of round 1."""
+    c = cfg(fake_model, search_fakes, mode)
+    c["server"]["adminKeys"] = [ADMIN]
+    gw = gateway(c)
+    fake_model.default = {"content": "Rust 1.91 is out."}
+    chunks = oa(gw).chat.completions.create(
+        model="default", stream=stream, messages=[{"role": "user", "content": "search the web for the latest Rust release"}])
+    if stream:
+        list(chunks)
+    (row,) = wait_trace(gw)
+    t = admin(gw, f"/admin/traces/{row['id']}").json()
+    assert t["injection"]["decision"] is True and t["injection"]["mode"] == mode
+    assert [(call["tool"], call["round"]) for call in t["calls"]] == ([] if mode == "tool" else [("web_search", 1)])

@@ -19,6 +19,7 @@ from hub.protocols.responses import to_chat as responses_to_chat
 from hub.side_requests import ClientTools, SideConfig, classify_side, compile_side_config
 
 from .helpers import base_config, searxng_engine
+from .test_metrics import samples, value
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -276,6 +277,24 @@ def test_decision_is_logged(gateway, fake_model, search_fakes, caplog) -> None:
         replay(gw, "qwen-code/web-search-002-POST-chat-plain-sse.json")
     assert any("side request, not a search turn (task-prompt)" in r.getMessage() and "memory extraction" in r.getMessage()
                for r in caplog.records)
+
+
+def test_side_requests_are_counted_by_client_family(gateway, fake_model, search_fakes) -> None:
+    """searchhub_side_requests_skipped_total{client}: each side request that got no search, once, under
+    its client's family; not a main request, nor a side request the client forced to search."""
+    gw = ws_gateway(gateway, fake_model, search_fakes)
+    fake_model.default = {"content": "Latest Rust release"}
+
+    def skipped(client: str) -> float:
+        return value(samples(gw.url), "searchhub_side_requests_skipped_total", client=client)
+
+    before = {c: skipped(c) for c in ("opencode", "qwen-code", "other")}
+    replay(gw, "opencode/web-search-001-POST-chat-side-title-sse.json")  # a session title
+    replay(gw, "qwen-code/web-search-002-POST-chat-plain-sse.json")  # a memory extraction
+    replay(gw, "opencode/web-search-001-POST-chat-side-title-sse.json", {"x-searchhub-web-search": "on"})  # forced
+    fake_model.default = {"content": "Rust 1.91.0"}
+    replay(gw, "opencode/web-search-002-POST-chat-plain-sse.json")  # the session's main request
+    assert {c: skipped(c) - before[c] for c in before} == {"opencode": 1, "qwen-code": 1, "other": 0}
 
 
 # --- searchhub classify --request ----------------------------------------------------------------

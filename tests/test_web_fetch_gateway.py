@@ -5,15 +5,20 @@ allow-list (webFetch.allowHosts / allowPorts); one test proves the default refus
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import anthropic
 import openai
 import pytest
 
+from hub.fetcher import ERROR_CODES
+
 from .fakes.search_providers import Reply
 from .fakes.web import ARTICLE_TITLE, INJECTION, MAIN_SENTENCES, NAV_WORDS, SCRIPT_TEXT, FakeWeb
 from .helpers import base_config, searxng_engine
+from .test_mcp import fetch_config, over_http
+from .test_metrics import samples, value
 from .test_responses_stream import check_events, parse_sse
 from .test_traces import ADMIN, CLIENT, admin, wait_trace
 
@@ -364,3 +369,68 @@ def test_a_keys_fetch_budget(gateway, fake_model, search_fakes, site) -> None:
     assert seen[0]["url"] == article and MAIN_SENTENCES[0] in seen[0]["text"]
     assert seen[1]["error_code"] == "too_many_requests"
     assert [path for path, _ in site.requests] == ["/article"]  # the second fetch never left the gateway
+
+
+# --- searchhub_fetches_total: every fetch the fetcher runs, whichever door it came in by ----------
+
+
+def fetch_deltas(gw, act) -> dict[str, float]:
+    """How much each searchhub_fetches_total outcome grew while act() ran (the registry is shared by
+    every gateway this process started, so only differences tell)."""
+    before = samples(gw.url)
+    act()
+    after = samples(gw.url)
+    outcomes = ("ok", *ERROR_CODES)
+    for outcome in outcomes:  # listed at 0 from the start, so a rate() has them before the first fetch
+        assert ("searchhub_fetches_total", (("outcome", outcome),)) in before, outcome
+    return {o: value(after, "searchhub_fetches_total", outcome=o) - value(before, "searchhub_fetches_total", outcome=o)
+            for o in outcomes}
+
+
+def test_fetches_count_in_searchhub_fetches_total(gateway, fake_model, search_fakes, site) -> None:
+    gw = gateway(config(fake_model.url, search_fakes, site))
+    client = openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0)
+
+    def read_the_article() -> None:
+        search_fakes.script("searxng", hits(site))
+        fake_model.script({"tool_calls": [{"name": "web_search", "arguments": {"query": "kestrel bridge"}}]},
+                          fetch_first_hit, cite_the_page)
+        client.chat.completions.create(model="d", messages=[
+            {"role": "user", "content": "search the web for how the Kestrel Bridge was rebuilt"}])
+        assert tool_payloads(fake_model.requests[-1])[-1]["url"] == site.origin + "/article"
+
+    deltas = fetch_deltas(gw, read_the_article)
+    assert deltas == {o: (1 if o == "ok" else 0) for o in deltas}
+
+    # the conversation shows it and its port is open (allowPorts): the address policy refuses it
+    private = f"http://10.20.30.40:{site.port}/admin"
+
+    def read_a_private_address() -> None:
+        fake_model.script({"tool_calls": [{"name": "web_fetch", "arguments": {"url": private}}]}, {"content": "No."})
+        client.chat.completions.create(model="d", messages=[
+            {"role": "user", "content": f"search the web, then read {private}"}])
+        (refusal,) = tool_payloads(fake_model.requests[-1])
+        assert refusal["error_code"] == "url_not_allowed"
+
+    blocked_before = value(samples(gw.url), "web_fetch_blocked_total", reason="private")
+    deltas = fetch_deltas(gw, read_a_private_address)
+    assert deltas == {o: (1 if o == "url_not_allowed" else 0) for o in deltas}
+    assert value(samples(gw.url), "web_fetch_blocked_total", reason="private") - blocked_before == 1
+
+
+def test_mcp_fetches_count_in_searchhub_fetches_total(gateway, fake_model, search_fakes, site) -> None:
+    """The MCP web_fetch (hub/fetcher/direct.py) goes through the same fetcher, so it counts the same."""
+    gw = gateway(fetch_config(fake_model.url, search_fakes, site))
+
+    def fetch_twice() -> None:
+        async def go(session):
+            return [await session.call_tool("web_fetch", {"url": u})
+                    for u in (site.origin + "/article", f"http://10.20.30.40:{site.port}/admin")]
+
+        page, refused = asyncio.run(over_http(gw.url, None, go))
+        assert not page.is_error and refused.structured_content["code"] == "url_not_allowed"
+
+    blocked_before = value(samples(gw.url), "web_fetch_blocked_total", reason="private")
+    deltas = fetch_deltas(gw, fetch_twice)
+    assert deltas == {o: (1 if o in ("ok", "url_not_allowed") else 0) for o in deltas}
+    assert value(samples(gw.url), "web_fetch_blocked_total", reason="private") - blocked_before == 1

@@ -79,6 +79,9 @@ class Fetcher:
         result, shown = await self._fetch(url, scope, use_cache)
         outcome = "ok" if result.ok else (result.error_code or "unavailable")
         elapsed = time.perf_counter() - started
+        # Every fetch passes here (the web_fetch tool, the MCP web_fetch through direct.py): counted
+        # once, in both counters; searchhub_fetches_total is the one pre-created at 0 (hub/metrics.py).
+        metrics.child(metrics.FETCHES, outcome).inc()
         metrics.child(metrics.WEB_FETCH_CALLS, outcome).inc()
         metrics.child(metrics.WEB_FETCH_DURATION, outcome).observe(elapsed)
         log.info("web fetch %s -> %s%s in %.0f ms", shown, outcome, " (cached)" if result.cached else "",
