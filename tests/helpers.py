@@ -15,7 +15,7 @@ from hub.router import Cooldowns, Router
 from hub.search import SearchService
 from hub.store.memory import MemoryStore
 
-from .fakes.redis_server import RedisServer, RedisServerMissing
+from .fakes.redis_server import RedisServer, RedisServerMissing, free_port  # noqa: F401 - for the tests: a port nothing listens on
 from .fakes.search_providers import KEYS
 
 

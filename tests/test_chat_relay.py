@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from .helpers import base_config
+from .helpers import base_config, free_port
 
 
 def sdk(gw, **kw) -> openai.OpenAI:
@@ -138,18 +138,10 @@ def test_client_4xx_is_returned_as_is(gateway, fake_model, fake_model_b) -> None
     assert fake_model_b.requests == []
 
 
-def _dead_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_all_targets_fail_lists_attempts(gateway, fake_model, stream) -> None:
     cfg = base_config(fake_model.url)
-    cfg["providers"]["dead"] = {"type": "vllm", "baseURL": f"http://127.0.0.1:{_dead_port()}/v1",
+    cfg["providers"]["dead"] = {"type": "vllm", "baseURL": f"http://127.0.0.1:{free_port()}/v1",
                                 "apiKey": "sk-canary-secret-000"}
     cfg["virtualrouter"]["routing"]["default"] = [{"targets": ["dead.m"]}, {"priority": 1, "targets": ["local.m"]}]
     gw = gateway(cfg)

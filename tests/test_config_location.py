@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from hub import config as cfgmod
 
-from .helpers import base_config, searxng_engine
+from .helpers import base_config, free_port, searxng_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,12 +26,6 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 def _run(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "routes", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_locate_follows_the_documented_order(tmp_path):
@@ -100,9 +93,9 @@ def test_init_never_overwrites(tmp_path):
 
 
 def test_doctor_says_what_works_and_what_to_fix(tmp_path, fake_model, search_fakes):
-    closed = _closed_port()
+    closed = free_port()
     cfg = base_config(fake_model.url)
-    cfg["providers"]["gone"] = {"type": "llamacpp", "baseURL": "${GONE_URL:-http://127.0.0.1:%d/v1}" % closed}
+    cfg["providers"]["gone"] = {"type": "llamacpp", "baseURL": f"${{GONE_URL:-http://127.0.0.1:{closed}/v1}}"}
     cfg["providers"]["ollama"] = {"type": "ollama", "baseURL": fake_model.url}
     cfg["virtualrouter"]["routing"]["local"] = [{"id": "l", "priority": 1, "targets": ["gone.default"]}]
     cfg["virtualrouter"]["routing"]["named"] = [{"id": "n", "priority": 1, "targets": ["ollama.qwen3:8b"]}]

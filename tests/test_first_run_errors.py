@@ -5,14 +5,13 @@ loopback ports."""
 from __future__ import annotations
 
 import json
-import socket
 
 import httpx
 import pytest
 
 from hub.config import parse
 
-from .helpers import base_config, serper_engine
+from .helpers import base_config, free_port, serper_engine
 
 PASSWORD = "hunter2-very-secret"
 VAR = "SEARCHHUB_TEST_FIRST_RUN_URL"  # never set: the default in ${VAR:-...} is used
@@ -20,21 +19,12 @@ HI = [{"role": "user", "content": "hi"}]
 ANTHROPIC = {"anthropic-version": "2023-06-01"}
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on: bound, read, closed."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 @pytest.fixture
 def dead(gateway, monkeypatch):
     """A gateway whose default route has two targets on closed ports: one written with ${VAR:-url},
     one with credentials in its URL."""
     monkeypatch.delenv(VAR, raising=False)
-    p1, p2 = closed_port(), closed_port()
+    p1, p2 = free_port(), free_port()
     cfg = base_config("unused")
     cfg["providers"] = {
         "ollama": {"type": "ollama", "baseURL": "${" + VAR + f":-http://127.0.0.1:{p1}/v1}}"},
@@ -116,7 +106,7 @@ def test_the_password_stays_out_of_the_log(dead, caplog) -> None:
 
 def test_a_set_variable_is_still_named(gateway, monkeypatch) -> None:
     """The variable names the way to move the gateway whether or not it is set."""
-    port = closed_port()
+    port = free_port()
     monkeypatch.setenv(VAR, f"http://127.0.0.1:{port}/v1")
     cfg = base_config("${" + VAR + "}")
     gw = gateway(cfg)
@@ -132,7 +122,7 @@ def test_a_set_variable_is_still_named(gateway, monkeypatch) -> None:
 def test_some_unreachable_some_broken(gateway, fake_model) -> None:
     """A server that answered 500 is not a missing server: the next step names only the URL nobody
     listened on, and the answered one shows its own reason."""
-    port = closed_port()
+    port = free_port()
     cfg = base_config(f"http://127.0.0.1:{port}/v1")
     cfg["providers"]["up"] = {"type": "vllm", "baseURL": fake_model.url}
     cfg["virtualrouter"]["routing"]["default"].append({"id": "b", "priority": 50, "targets": ["up.m"]})
@@ -186,7 +176,7 @@ def test_http_client_sees_the_same_over_the_sdk(dead) -> None:
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/messages"])
 def test_a_search_turn_stream_fails_before_its_first_byte_in_the_protocols_shape(gateway, search_fakes, path) -> None:
     """With the web_search tool injected too, nothing was sent yet: an HTTP error, not an SSE one."""
-    port = closed_port()
+    port = free_port()
     gw = gateway(base_config(f"http://127.0.0.1:{port}/v1", webSearch={"engines": [serper_engine(search_fakes)]}))
     text = "search the web for today's rust news"
     body: dict = {"model": "default", "stream": True, "max_tokens": 10}

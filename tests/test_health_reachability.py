@@ -3,7 +3,6 @@ has a reachable target, over HTTP against fake upstreams on loopback; HTTP 200 e
 
 from __future__ import annotations
 
-import socket
 import time
 
 import httpx
@@ -11,17 +10,9 @@ import httpx
 from hub.reachability import THROUGH_PROXY, Reachability
 
 from .fakes.model import FakeModel
-from .helpers import base_config
+from .helpers import base_config, free_port
 
 PASSWORD = "hunter2-very-secret"
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def health(gw) -> dict:
@@ -36,7 +27,7 @@ def probe_every(gw, ttl_s: float) -> None:
 
 
 def test_a_route_whose_only_target_is_down_is_degraded(gateway) -> None:
-    port = closed_port()
+    port = free_port()
     gw = gateway(base_config(f"http://127.0.0.1:{port}/v1"))
     started = time.monotonic()
     h = health(gw)
@@ -83,7 +74,7 @@ def test_ok_while_listening_cached_then_degraded_once_it_stops(gateway) -> None:
 
 
 def test_one_reachable_target_is_enough(gateway, fake_model) -> None:
-    port = closed_port()
+    port = free_port()
     cfg = base_config(f"http://127.0.0.1:{port}/v1")
     cfg["providers"]["up"] = {"type": "vllm", "baseURL": fake_model.url}
     cfg["virtualrouter"]["routing"]["default"].append({"id": "b", "priority": 50, "targets": ["up.m"]})
@@ -96,7 +87,7 @@ def test_one_reachable_target_is_enough(gateway, fake_model) -> None:
 
 
 def test_credentials_in_the_base_url_are_masked(gateway) -> None:
-    port = closed_port()
+    port = free_port()
     gw = gateway(base_config(f"http://admin:{PASSWORD}@127.0.0.1:{port}/v1"))
     r = httpx.get(gw.url + "/health", timeout=10)
     assert PASSWORD not in r.text
@@ -104,7 +95,7 @@ def test_credentials_in_the_base_url_are_masked(gateway) -> None:
 
 
 def test_a_provider_behind_its_own_proxy_is_not_probed(gateway) -> None:
-    port = closed_port()
+    port = free_port()
     cfg = base_config("http://model.test/v1")
     cfg["providers"]["local"]["proxy"] = f"http://user:{PASSWORD}@127.0.0.1:{port}"
     gw = gateway(cfg)
@@ -119,8 +110,8 @@ def test_a_provider_behind_its_own_proxy_is_not_probed(gateway) -> None:
 def test_a_provider_behind_the_environments_proxy_is_not_probed(gateway, monkeypatch) -> None:
     for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed_port()}")
-    port = closed_port()
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")
+    port = free_port()
     cfg = base_config("http://model.test/v1")
     cfg["providers"]["near"] = {"type": "vllm", "baseURL": f"http://127.0.0.1:{port}/v1"}  # loopback: no proxy
     cfg["virtualrouter"]["routing"]["near"] = [{"targets": ["near.m"]}]

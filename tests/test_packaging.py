@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -20,14 +19,9 @@ import httpx
 import pytest
 
 from .fakes.model import FakeModel
+from .helpers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tracked_files() -> list[str]:
@@ -151,7 +145,7 @@ def test_init_then_check_in_an_empty_directory(installed, tmp_path):
 
 def test_serves_from_an_empty_directory_with_the_built_in_config(installed):
     model = FakeModel("installed").start()
-    port = _free_port()
+    port = free_port()
     env = {**installed["env"], "OLLAMA_BASE_URL": model.url, "OLLAMA_MODEL": "tiny"}
     log = installed["empty"].parent / "serve.log"
     with open(log, "w") as out:
