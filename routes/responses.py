@@ -1,9 +1,10 @@
 """OpenAI Responses: POST /v1/responses, GET and DELETE /v1/responses/{id}.
 
 Decode -> either pass the request through to a commercial OpenAI target untouched, or translate to
-chat (after the stored history of `previous_response_id`), run the pipeline, and encode a Response
-or its SSE events. With `store` (the default) the Response and the chat history that continues it
-are kept in the state store under "resp:<id>" before the client sees the last event.
+chat (after the stored history of `previous_response_id`, with `item_reference` input items replaced
+by the stored items they name), run the pipeline, and encode a Response or its SSE events. With
+`store` (the default) the Response, the chat history that continues it and its output items by id
+are kept in the state store (hub/stored_responses.py) before the client sees the last event.
 """
 
 from __future__ import annotations
@@ -103,7 +104,9 @@ async def create_response(request: Request) -> Response:
         native = rt.router.serving(model, "openai", thinking=_thinking(body)) if isinstance(model, str) and model else None
         if native is not None:
             return await _passthrough(rt, body, native)
-        chat, ctx = to_chat(body, history=await stored_responses.history(rt.store, body))
+        history = await stored_responses.history(rt.store, body)
+        body = await stored_responses.resolve_references(rt.store, body, rt.config.responses_ttl_s)
+        chat, ctx = to_chat(body, history=history)
         opts = options(request, body)
         opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
         if opts.force_search is None and ctx.force_search:
@@ -140,9 +143,10 @@ async def delete_response(request: Request) -> Response:
     try:
         rt = runtime(request)
         response_id = request.path_params["response_id"]
-        if await stored_responses.load(rt.store, response_id) is None:
+        stored = await stored_responses.load(rt.store, response_id)
+        if stored is None:
             raise NotFound(f"No response found with id '{response_id}'.", param="response_id")
-        await stored_responses.delete(rt.store, response_id)
+        await stored_responses.delete(rt.store, response_id, stored)
         return _json({"id": response_id, "object": "response", "deleted": True})
     except Exception as e:
         if not expected_error(e):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 
@@ -20,7 +20,15 @@ class Store(Protocol):
 
     async def get(self, key: str) -> bytes | None: ...
 
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """The values of several keys (None for each one missing), in the order asked, in one step."""
+        ...
+
     async def set(self, key: str, value: bytes, ttl: float) -> None: ...
+
+    async def set_many(self, entries: Sequence[tuple[str, bytes]], ttl: float) -> None:
+        """Set several keys, all with one TTL, in one step: a reader sees all of them or none."""
+        ...
 
     async def delete(self, key: str) -> None: ...
 

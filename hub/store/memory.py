@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from .base import UpdateFn
 
@@ -27,10 +28,17 @@ class MemoryStore:
     async def get(self, key: str) -> bytes | None:
         return self._live(key)
 
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        return [self._live(key) for key in keys]
+
     async def set(self, key: str, value: bytes, ttl: float) -> None:
         if len(self._data) >= self._max_keys and key not in self._data:
             self._evict()
         self._data[key] = (time.monotonic() + ttl, value)
+
+    async def set_many(self, entries: Sequence[tuple[str, bytes]], ttl: float) -> None:
+        for key, value in entries:  # no await in between: atomic on the one event loop
+            await self.set(key, value, ttl)
 
     async def delete(self, key: str) -> None:
         self._data.pop(key, None)

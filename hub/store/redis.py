@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -98,12 +98,35 @@ class RedisStore:
     async def get(self, key: str) -> bytes | None:
         return self._decode(await self._command(lambda: self._redis.get(self._prefix + key)))
 
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        if not keys:
+            return []
+        raw = await self._command(lambda: self._redis.mget([self._prefix + key for key in keys]))
+        return [self._decode(value) for value in raw]
+
     async def set(self, key: str, value: bytes, ttl: float) -> None:
         k = self._prefix + key
         if ttl <= 0:
             await self._command(lambda: self._redis.delete(k))
         else:
             await self._command(lambda: self._redis.set(k, FORMAT_V1 + value, px=_ms(ttl)))
+
+    async def set_many(self, entries: Sequence[tuple[str, bytes]], ttl: float) -> None:
+        """One MULTI/EXEC: one round trip, and no reader sees some of the keys without the others."""
+        keys = [(self._prefix + key, value) for key, value in entries]
+        if not keys:
+            return
+
+        async def write() -> None:
+            async with self._redis.pipeline(transaction=True) as pipe:
+                for k, value in keys:
+                    if ttl <= 0:
+                        pipe.delete(k)
+                    else:
+                        pipe.set(k, FORMAT_V1 + value, px=_ms(ttl))
+                await pipe.execute()
+
+        await self._command(write)
 
     async def delete(self, key: str) -> None:
         await self._command(lambda: self._redis.delete(self._prefix + key))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from .base import Store, StoreBusy, StoreUnavailable, UpdateFn
@@ -46,8 +46,14 @@ class ResilientStore:
     async def get(self, key: str) -> bytes | None:
         return await self._call(lambda s: s.get(key))
 
+    async def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        return await self._call(lambda s: s.get_many(keys))
+
     async def set(self, key: str, value: bytes, ttl: float) -> None:
         await self._call(lambda s: s.set(key, value, ttl))
+
+    async def set_many(self, entries: Sequence[tuple[str, bytes]], ttl: float) -> None:
+        await self._call(lambda s: s.set_many(entries, ttl))
 
     async def delete(self, key: str) -> None:
         # Also forget any copy made while degraded, so it cannot resurface in a later outage.

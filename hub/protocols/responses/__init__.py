@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from .items import reference_id
 from .output import from_chat, new_id, response_object, usage_from_chat
 from .request import ResponsesContext, ToolRef, custom_input, items_to_messages, to_chat
 from .stream import KEEPALIVE, ResponsesStream, sse
@@ -21,6 +22,7 @@ __all__ = [
     "from_chat",
     "items_to_messages",
     "new_id",
+    "reference_id",
     "response_object",
     "sse",
     "to_chat",

@@ -17,7 +17,7 @@ from .tools import CUSTOM_INPUT, ToolRef, chat_name_for
 # Items of the SDK's input union that a chat backend has no use for: dropped, never rejected.
 _DROPPED_ITEMS = {
     "reasoning": "reasoning items are opaque to chat backends",
-    "web_search_call": "a replayed web_search_call; the assistant message after it carries the answer",
+    "web_search_call": "a replayed or referenced web_search_call; the message after it has the answer",
     "compaction": "compaction items hold another provider's encrypted context",
     "compaction_trigger": "server-side compaction is not supported",
     "configuration_update": "configuration updates have no chat equivalent",
@@ -43,6 +43,20 @@ _DROPPED_ITEMS = {
 }
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+
+
+def reference_id(item: Any, path: str) -> str | None:
+    """The id an `item_reference` input item names (its `type` may be left out: `{"id": …}` alone), or
+    None for any other item. A reference without a usable id is a 400 naming `<path>.id`."""
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    if kind != "item_reference" and not (kind is None and item.keys() == {"id"}):
+        return None
+    ref = item.get("id")
+    if not isinstance(ref, str) or not ref:
+        raise BadRequest(f"{path}.id is required and must be a non-empty string", param=f"{path}.id")
+    return ref
 
 
 class Conversation:
@@ -86,8 +100,9 @@ class Conversation:
                 self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
             elif kind == "additional_tools":
                 pass  # its tools were collected with the top-level ones
-            elif kind == "item_reference":
-                raise BadRequest("item_reference needs stored items, which this gateway does not keep by id; "
+            elif (ref := reference_id(item, path)) is not None:
+                # references are replaced by their stored items before translation (hub/stored_responses.py)
+                raise BadRequest(f"{path}: item_reference '{ref[:120]}' was not resolved; "
                                  "send the item itself", param=path)
             elif isinstance(kind, str) and kind in _DROPPED_ITEMS:
                 self.dropped.append(f"{path}: {_DROPPED_ITEMS[kind]}")
