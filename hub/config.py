@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import json
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import jsonschema
 
@@ -32,6 +34,7 @@ from .settings import (  # noqa: F401 - the typed config, re-exported for the lo
     Provider,
     RouterConfig,
     ServerConfig,
+    StrippedURL,
     Target,
     TelemetryConfig,
     TraceConfig,
@@ -68,6 +71,34 @@ def _proxy(value: Any, where: str, errors: list[str]) -> str | None:
         errors.append(f"{where}: {e}")
         return None
     return value
+
+
+_AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)(.*)$", re.S)
+
+
+def _url_credentials(url: str, where: str, api_key: str | None, headers: dict[str, str],
+                     errors: list[str]) -> tuple[str, dict[str, str]]:
+    """A baseURL without a trailing '/' and, when it was written with credentials
+    (`http://user:pass@host/v1`), without them (a StrippedURL, which masks as written), and the
+    headers with a Basic `authorization` made of them (percent-decoded). aiohttp refuses credentials
+    in a URL beside an Authorization header, and an entry that already authenticates (an apiKey, an
+    authorization header) would send two: that is an error naming `where`, never the value."""
+    m = _AUTHORITY.match(url)
+    if m is None or "@" not in m.group(2):
+        return url.rstrip("/"), headers
+    userinfo, _, host = m.group(2).rpartition("@")  # a raw '@' in the password stays in it
+    bare = StrippedURL((m.group(1) + host + m.group(3)).rstrip("/"), url.rstrip("/"))
+    if api_key:
+        errors.append(f"{where}: credentials in the URL and an apiKey: keep one")
+        return bare, headers
+    if any(k.lower() == "authorization" for k in headers):
+        errors.append(f"{where}: credentials in the URL and an authorization header: keep one")
+        return bare, headers
+    if not userinfo:
+        return bare, headers
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return bare, {**headers, "authorization": f"Basic {token}"}
 
 
 # ---------------------------------------------------------------- env expansion
@@ -261,12 +292,15 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
     providers: dict[str, Provider] = {}
     for pid, p in raw["providers"].items():
         as_written = written.get(pid) if isinstance(written, dict) else None
+        api_key = p.get("apiKey") or None
+        base_url, headers = _url_credentials(p["baseURL"], f"providers.{pid}.baseURL", api_key,
+                                             dict(p.get("headers", {})), errors)
         providers[pid] = Provider(
             id=pid,
             type=p["type"],
-            base_url=p["baseURL"].rstrip("/"),
-            api_key=p.get("apiKey") or None,
-            headers=dict(p.get("headers", {})),
+            base_url=base_url,
+            api_key=api_key,
+            headers=headers,
             timeout_s=p["timeoutMs"] / 1000,
             connect_timeout_s=p["connectTimeoutMs"] / 1000,
             self_hosted=p.get("selfHosted", p["type"] in SELF_HOSTED_TYPES),
@@ -401,6 +435,9 @@ def _build_web_search(
                 if price in e:
                     errors.append(f"{where}.{price}: only model engines (providerKey) report tokens; "
                                   "use costPerCall")
+        api_key = e.get("apiKey") or None
+        base_url, headers = (_url_credentials(e["baseURL"], f"{where}.baseURL", api_key, {}, errors)
+                             if e.get("baseURL") else (None, {}))
         index = cls.index(e.get("options", {}))
         if google is None:
             google = index == "google"
@@ -414,8 +451,9 @@ def _build_web_search(
                 google=bool(google),
                 provider_key=pk,
                 type=e.get("type"),
-                api_key=e.get("apiKey") or None,
-                base_url=e["baseURL"].rstrip("/") if e.get("baseURL") else None,
+                api_key=api_key,
+                base_url=base_url,
+                headers=headers,
                 max_results=e.get("maxResults"),
                 timeout_s=e["timeoutMs"] / 1000 if "timeoutMs" in e else None,
                 options=dict(e.get("options", {})),

@@ -26,6 +26,8 @@ class Provider:
     type: str
     base_url: str
     api_key: str | None = field(repr=False)
+    # the file's headers, plus the Basic authorization made of credentials its baseURL was written
+    # with (hub/config.py takes them out of base_url: aiohttp refuses them beside an Authorization)
     headers: dict[str, str] = field(repr=False)
     timeout_s: float
     connect_timeout_s: float
@@ -74,6 +76,9 @@ class EngineConfig:
     timeout_s: float | None = None
     options: dict = field(default_factory=dict)
     proxy: str | None = field(default=None, repr=False)  # None: the environment's; "direct": none
+    # sent with every request to the service: the Basic authorization made of credentials its baseURL
+    # was written with (hub/config.py takes them out of base_url)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
     members: tuple[str, ...] = ()  # a multi engine's engines
     baidu: bool = False  # Baidu-backed (what `百度一下` can be set to prefer)
     cost_per_call: float = 0.0
@@ -240,6 +245,7 @@ class Config:
                         "kind": "llm" if e.provider_key else e.type,
                         **({"providerKey": e.provider_key} if e.provider_key else {}),
                         **({"apiKey": mask(e.api_key)} if e.api_key else {}),
+                        **({"headers": {k: "****" for k in e.headers}} if e.headers else {}),
                         **({"proxy": mask_proxy(e.proxy)} if e.proxy else {}),
                         **({"engines": list(e.members)} if e.members else {}),
                         "google": e.google,
@@ -258,12 +264,34 @@ def mask(secret: str | None) -> str | None:
     return "****" if len(secret) < 12 else secret[:3] + "****" + secret[-2:]
 
 
-_USERINFO = re.compile(r"(?<=//)[^@/?#]*@")
+# Up to the authority's last '@': a password written with a raw '@' is masked whole.
+_USERINFO = re.compile(r"(?<=//)[^/?#]*@")
+
+
+class StrippedURL(str):
+    """A base URL whose credentials hub/config.py took out (into a Basic authorization header). Its
+    value, and every URL built from it, has no `user:pass@`; it carries only how mask_url shows it,
+    as the operator wrote it with the credentials masked (`http://****@host/v1`)."""
+
+    masked: str
+
+    def __new__(cls, bare: str, written: str) -> StrippedURL:
+        url = super().__new__(cls, bare)
+        url.masked = mask_url(written)
+        return url
+
+    def __reduce__(self):
+        return _stripped, (str(self), self.masked)
+
+
+def _stripped(bare: str, masked: str) -> StrippedURL:
+    return StrippedURL(bare, masked)
 
 
 def mask_url(url: str) -> str:
     """A URL as errors, logs, /health and commands show it: credentials (`user:pass@`) and a query
     string (which may carry a key) become ****."""
+    url = getattr(url, "masked", None) or url
     url = _USERINFO.sub("****@", url)
     q = url.find("?")
     return url if q < 0 else url[: q + 1] + "****"

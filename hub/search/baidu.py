@@ -73,7 +73,7 @@ class BaiduEngine(ApiEngine):
         return self.post("/v2/ai_search/web_search", body)
 
     async def run(self, req: SearchRequest) -> Parsed:
-        data = await fetch_json(self.ctx.client, self.request(req), timeout=self.timeout_s, secrets=self.secrets,
+        data = await fetch_json(self.ctx.client, self.outgoing(req), timeout=self.timeout_s, secrets=self.secrets,
                                 proxy=self.config.proxy)
         parsed = self.parse(data)
         start = recency_start(req.recency) if req.recency == "oneDay" else None

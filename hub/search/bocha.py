@@ -31,7 +31,7 @@ class BochaEngine(ApiEngine):
 
     async def run(self, req: SearchRequest) -> Parsed:
         try:
-            data = await fetch_json(self.ctx.client, self.request(req), timeout=self.timeout_s,
+            data = await fetch_json(self.ctx.client, self.outgoing(req), timeout=self.timeout_s,
                                     secrets=self.secrets, proxy=self.config.proxy)
         except EngineError as e:
             if e.status == 403:  # Bocha's 403 is an exhausted balance, not a bad key

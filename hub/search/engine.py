@@ -62,7 +62,8 @@ class Engine:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        return ((self.config.api_key,) if self.config.api_key else ()) + proxy_secrets(self.config.proxy)
+        return (((self.config.api_key,) if self.config.api_key else ()) + tuple(self.config.headers.values())
+                + proxy_secrets(self.config.proxy))
 
     async def search(self, req: SearchRequest) -> SearchResult:
         try:
@@ -111,8 +112,16 @@ class ApiEngine(Engine):
         """The provider's answer -> raw hits; EngineError when it is not that provider's shape."""
         raise NotImplementedError
 
-    async def run(self, req: SearchRequest) -> Parsed:
+    def outgoing(self, req: SearchRequest) -> Outgoing:
+        """request(req) with the engine's configured headers added (the Basic authorization of
+        credentials its baseURL was written with: hub/config.py). What run() sends."""
         out = self.request(req)
+        if not self.config.headers:
+            return out
+        return replace(out, headers={**out.headers, **self.config.headers})
+
+    async def run(self, req: SearchRequest) -> Parsed:
+        out = self.outgoing(req)
         data = await fetch_json(self.ctx.client, out, timeout=self.timeout_s, secrets=self.secrets,
                                 proxy=self.config.proxy)
         return self.parse(data)

@@ -42,7 +42,7 @@ class LinkupEngine(ApiEngine):
         return self.post("/v1/search", body)
 
     async def run(self, req: SearchRequest) -> Parsed:
-        resp = await fetch(self.ctx.client, self.request(req), timeout=self.timeout_s, proxy=self.config.proxy)
+        resp = await fetch(self.ctx.client, self.outgoing(req), timeout=self.timeout_s, proxy=self.config.proxy)
         if resp.status_code != 200:
             code = _error_code(resp.content)
             if resp.status_code == 400 and code == "SEARCH_QUERY_NO_RESULT":

@@ -28,7 +28,7 @@ class SearxngEngine(ApiEngine):
 
     async def run(self, req: SearchRequest) -> Parsed:
         try:
-            data = await fetch_json(self.ctx.client, self.request(req), timeout=self.timeout_s, secrets=self.secrets,
+            data = await fetch_json(self.ctx.client, self.outgoing(req), timeout=self.timeout_s, secrets=self.secrets,
                                     proxy=self.config.proxy)
         except EngineError as e:
             if e.status == 403:
