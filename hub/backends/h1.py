@@ -17,7 +17,12 @@ What it keeps of a production client:
     more on a new connection (transport.py, `_retry_stale`: the same rule);
   * `connect_s` bounds opening a connection, `read_s` every wait for bytes (httpx's and aiohttp's
     `sock_read` meaning), not paused reading;
-  * flow control: reading pauses while a streamed answer's unread bytes exceed `HIGH_WATER`;
+  * flow control for a consumer that takes the body piece by piece (`iter_any`): reading pauses
+    while its unread bytes exceed `HIGH_WATER` and resumes when it takes them. `read()` wants the
+    whole body, so reading never pauses for it; and any wait for bytes resumes a paused connection
+    first, so a paused connection is always one whose consumer is not reading (its read clock
+    stops: that is backpressure, not a stall) and every wait for bytes runs on the read clock. A
+    connection goes back to the pool reading;
   * bodies framed by Content-Length, chunked, or the connection's end; gzip/deflate decoded (it
     asks for `identity`); a malformed answer, a header value with CR/LF, an answer cut short each
     raise, and the connection is never reused after anything unexpected.
@@ -33,7 +38,7 @@ import httptools
 from multidict import CIMultiDict
 from yarl import URL
 
-HIGH_WATER = 256 * 1024  # unread bytes of a streamed answer before reading pauses
+HIGH_WATER = 256 * 1024  # unread bytes of an answer read piece by piece before reading pauses
 MAX_HEAD = 64 * 1024  # an answer's header lines, in all (aiohttp allows 8 KB per line)
 
 
@@ -65,7 +70,8 @@ class Response:
     """One answer, read as it arrives: `status`, `headers`, `read()`, `content.iter_any()`,
     `release()` -- the members of aiohttp's ClientResponse that the gateway uses."""
 
-    __slots__ = ("status", "_raw_headers", "_headers", "_chunks", "_size", "_done", "_error", "_waiter", "_conn")
+    __slots__ = ("status", "_raw_headers", "_headers", "_chunks", "_size", "_done", "_whole", "_error", "_waiter",
+                 "_conn")
 
     def __init__(self, conn: _Conn) -> None:
         self.status = 0
@@ -74,6 +80,7 @@ class Response:
         self._chunks: list[bytes] = []
         self._size = 0
         self._done = False
+        self._whole = False  # read() is reading the whole body: no flow control
         self._error: BaseException | None = None
         self._waiter: asyncio.Future | None = None
         self._conn: _Conn | None = conn  # until the answer is complete
@@ -96,6 +103,11 @@ class Response:
             w.set_result(None)
 
     async def _wait(self) -> None:
+        """Until bytes, the end or an error arrive. Whoever waits for bytes gets them read, on the
+        read clock: a paused connection resumes first."""
+        conn = self._conn
+        if conn is not None and conn.paused:
+            conn.resume()
         self._waiter = asyncio.get_running_loop().create_future()
         try:
             await self._waiter
@@ -113,7 +125,9 @@ class Response:
         return data
 
     async def read(self) -> bytes:
-        """The whole body."""
+        """The whole body. Reading does not pause for it (`HIGH_WATER` is for `iter_any`'s
+        consumers); one paused before it was called resumes at its first wait."""
+        self._whole = True
         while not self._done:
             if self._error is not None:
                 raise self._error
@@ -220,7 +234,8 @@ class _Conn(asyncio.Protocol):
         if self.resp is None or self.closed or read_s is None:
             return
         now = self.loop.time()
-        due = now + read_s if self.paused else self.last_read + read_s  # paused: the clock stops
+        # paused: its consumer is not reading (a wait for bytes resumes it first), the clock stops
+        due = now + read_s if self.paused else self.last_read + read_s
         if now < due:
             self.timer, self.timer_due = self.loop.call_at(due, self._check_read), due
             return
@@ -242,12 +257,15 @@ class _Conn(asyncio.Protocol):
             resp._wake()
 
     def _finish(self) -> None:
-        """The answer is complete: the connection goes back to the pool (when it may be reused)."""
+        """The answer is complete: the connection goes back to the pool (when it may be reused),
+        reading (its last read may have paused it, and its answer no longer resumes it)."""
         self._complete()
         self.served = True
         if self.closed or not self.parser.should_keep_alive() or self.eof_body:
             self.discard()
         else:
+            if self.paused:
+                self.resume()
             self.pool._idle(self)
 
     def _fail(self, exc: BaseException) -> None:
@@ -373,7 +391,7 @@ class _Conn(asyncio.Protocol):
                 return
         resp._chunks.append(body)
         resp._size += len(body)
-        if resp._size > HIGH_WATER:
+        if resp._size > HIGH_WATER and not resp._whole:
             self.pause()
         resp._wake()
 

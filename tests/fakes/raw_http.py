@@ -5,7 +5,9 @@ hang-ups exactly as a real server or a broken one sends them. For the lean clien
 
 `answer(request) -> list[bytes | float | None]`: each bytes item is written (and drained), a float
 sleeps that long, None closes the connection. After the list the connection waits for the next
-request. Runs in its own thread (`start()`), or in the running loop (`await serve()`)."""
+request. The list may be any iterable, a generator too: it is consumed as it is written, so an
+answer can be made up as the client takes it (`written` counts the bytes drained so far). Runs in
+its own thread (`start()`), or in the running loop (`await serve()`)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import gzip
 import json
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .server import run_loop_until_stopped
@@ -29,7 +31,7 @@ class Request:
     connection: int  # which connection (1, 2, ...) carried it
 
 
-Script = Callable[[Request], list]
+Script = Callable[[Request], Iterable]
 
 CHAT = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "m",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
@@ -88,6 +90,7 @@ class RawUpstream:
     open_now: int = 0
     most_open: int = 0
     closed_by_client: int = 0
+    written: int = 0  # answer bytes drained into the connections
     port: int = 0
 
     @property
@@ -151,6 +154,7 @@ class RawUpstream:
                         continue
                     writer.write(step)
                     await writer.drain()
+                    self.written += len(step)
         except ConnectionError:
             self.closed_by_client += 1
         finally:
