@@ -125,10 +125,13 @@ def test_doctor_says_what_works_and_what_to_fix(tmp_path, fake_model, search_fak
 
 
 def test_doctor_never_prints_a_secret(tmp_path, fake_model):
-    cfg = base_config(fake_model.url.replace("http://", "http://admin:hunter2-secret@"))
-    cfg["providers"]["local"]["apiKey"] = "sk-very-secret-key-123456"
+    cfg = base_config(fake_model.url.replace("http://", "http://admin:hunter2-secret@"))  # sent as Basic auth
+    cfg["providers"]["keyed"] = {"type": "vllm", "baseURL": f"http://127.0.0.1:{free_port()}/v1?key=qs-secret-77",
+                                 "apiKey": "sk-very-secret-key-123456"}
     (tmp_path / "engines.json").write_text(json.dumps(cfg))
     out = _run(tmp_path, _env(tmp_path), "doctor", "--timeout", "5")
     both = out.stdout + out.stderr
-    assert "hunter2-secret" not in both and "sk-very-secret-key-123456" not in both
-    assert "****@" in out.stdout
+    for secret in ("hunter2-secret", "sk-very-secret-key-123456", "qs-secret-77"):
+        assert secret not in both
+    assert "http://****@127.0.0.1" in out.stdout and "?****" in out.stdout
+    assert any(ln.split()[:2] == ["ok", "local"] for ln in out.stdout.splitlines()), out.stdout
