@@ -1,4 +1,5 @@
-"""Log lines for people: `HH:MM:SS.mmm LEVEL logger [request chain] message`, used when stderr is a terminal."""
+"""Log lines: for people, `HH:MM:SS.mmm LEVEL logger [request chain] message` (when stderr is a
+terminal), or one JSON object per line, where the access line's fields are JSON keys of their own."""
 
 from __future__ import annotations
 
@@ -13,6 +14,27 @@ from .logctx import chain_id_var, request_id_var
 
 _encode = msgspec.json.encode
 _LEVELS = {"DEBUG": "debug", "INFO": "info ", "WARNING": "WARN ", "ERROR": "ERROR", "CRITICAL": "CRIT "}
+# The access line's fields (routes/app.py, one line per request): the JSON format writes them as keys of
+# their own beside `msg`; the text format keeps them in the message only. Passed as `extra=` on a
+# logging record, or as `fields` to DirectLog.info. Never a secret: `key` is the key's name.
+ACCESS_FIELDS = ("method", "path", "status", "duration_ms", "route", "target", "key", "searches", "fetches",
+                 "search_cost")
+
+
+def access_fields(method: str, path: str, status: int, elapsed_s: float, key: str, searches: int, cost: float,
+                  trace: object = None, fetch_tool: str = "web_fetch") -> dict:
+    """The access line's fields. Route, target and fetches come from the request's trace (hub/trace.py)
+    and are left out when there is none (traces and telemetry off, or no model call)."""
+    fields = {"method": method, "path": path, "status": status, "duration_ms": int(elapsed_s * 10000 + 0.5) / 10,
+              "key": key, "searches": searches, "search_cost": round(cost, 6) if cost else 0}
+    if trace is not None:
+        route, target = getattr(trace, "route", None), getattr(trace, "target", None)
+        if route is not None:
+            fields["route"] = route
+        if target is not None:
+            fields["target"] = target
+        fields["fetches"] = sum(1 for call in getattr(trace, "calls", ()) if call.tool == fetch_tool)
+    return fields
 
 
 def wants_text(log_format: str, stream: TextIO) -> bool:
@@ -31,7 +53,9 @@ class TextFormatter(logging.Formatter):
 
     _clock: tuple[int, str] = (-1, "")  # the seconds, formatted once per second (one tuple: threads)
 
-    def line(self, created: float, level: str, logger: str, msg: str, request_id: str, chain_id: str) -> str:
+    def line(self, created: float, level: str, logger: str, msg: str, request_id: str, chain_id: str,
+             fields: dict | None = None) -> str:
+        """`fields` (the access line's) are already in `msg`: the line for people stays as it is."""
         second = int(created)
         clock = self._clock
         if clock[0] != second:
@@ -49,12 +73,13 @@ class TextFormatter(logging.Formatter):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line, with the request and chain ids. Bodies and keys are never logged."""
+    """One JSON object per line, with the request and chain ids, and the access line's fields
+    (ACCESS_FIELDS) as keys of their own. Bodies and keys are never logged."""
 
     _stamp: tuple[int, str] = (-1, "")
 
     def line(self, created: float, level: str, logger: str, msg: str, request_id: str, chain_id: str,
-             exc: str | None = None) -> str:
+             fields: dict | None = None, exc: str | None = None) -> str:
         second = int(created)
         stamp = self._stamp
         if stamp[0] != second:
@@ -63,13 +88,20 @@ class JsonFormatter(logging.Formatter):
                  "logger": logger, "msg": msg, "request_id": request_id}
         if chain_id != "-":
             entry["chain_id"] = chain_id
+        if fields:
+            for name in ACCESS_FIELDS:
+                value = fields.get(name)
+                if value is not None:
+                    entry[name] = value
         if exc:
             entry["exc"] = exc
         return _encode(entry).decode()
 
     def format(self, record: logging.LogRecord) -> str:
+        attrs = record.__dict__
+        fields = {name: attrs[name] for name in ACCESS_FIELDS if name in attrs} if "status" in attrs else None
         return self.line(record.created, record.levelname, record.name, record.getMessage(),
-                         getattr(record, "request_id", "-"), getattr(record, "chain_id", "-"),
+                         getattr(record, "request_id", "-"), getattr(record, "chain_id", "-"), fields,
                          self.formatException(record.exc_info) if record.exc_info else None)
 
 
@@ -140,15 +172,17 @@ class DirectLog:
     def __init__(self, name: str) -> None:
         self.logger = logging.getLogger(name)
 
-    def info(self, msg: str) -> None:
+    def info(self, msg: str, fields: dict | None = None) -> None:
+        """`fields`: the access line's (ACCESS_FIELDS), keys of their own in the JSON format; on the
+        logging path they are the record's `extra`."""
         lg = self.logger
         if not lg.isEnabledFor(logging.INFO):
             return
         h = _direct
         if h is None or not self._plain(lg, h):
-            lg.info("%s", msg)
+            lg.info("%s", msg, extra=fields)
             return
-        h.add(h.formatter.line(time.time(), "INFO", lg.name, msg, request_id_var.get(), chain_id_var.get()))
+        h.add(h.formatter.line(time.time(), "INFO", lg.name, msg, request_id_var.get(), chain_id_var.get(), fields))
 
     @staticmethod
     def _plain(lg: logging.Logger, h: logging.Handler) -> bool:

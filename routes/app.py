@@ -20,7 +20,7 @@ from hub import config as cfgmod
 from hub import metrics
 from hub.backends.proxy import mask_proxy
 from hub.keys import ANONYMOUS, ApiKey, match_key, presented_key
-from hub.logformat import DirectLog
+from hub.logformat import DirectLog, access_fields
 from hub.reachability import Reachability
 from hub.runtime import Gateway
 from hub.search.metered import SearchBill
@@ -101,9 +101,12 @@ class GatewayMiddleware:
                 elapsed = time.perf_counter() - started
                 metrics.child(metrics.REQUEST_LATENCY, endpoint).observe(elapsed)
                 if access_log.logger.isEnabledFor(logging.INFO):
+                    key_name = key.name if key else ANONYMOUS
                     access_log.info(f"{scope['method']} {path} {status_box[0]} {elapsed * 1000:.1f} ms "
-                                    f"key={key.name if key else ANONYMOUS} searches={bill.searches} "
-                                    f"search_cost={_money(bill.cost) if bill.cost else '0'}")
+                                    f"key={key_name} searches={bill.searches} "
+                                    f"search_cost={_money(bill.cost) if bill.cost else '0'}",
+                                    access_fields(scope["method"], path, status_box[0], elapsed, key_name,
+                                                  bill.searches, bill.cost, trace))
             if trace is not None and shared is not None:
                 trace.status = status_box[0]
                 trace.total_ms = ms(time.perf_counter() - started)

@@ -145,3 +145,20 @@ def test_formatters_line_is_one_line_that_round_trips(msg: str, rid: str, chain:
     assert entry["ts"].endswith("Z") and len(entry["ts"]) == len("2026-01-01T00:00:00.000Z")
     t = TextFormatter().line(created, "INFO", "searchhub.http", msg, rid, chain)
     assert t.endswith(" " + msg) and " searchhub.http" in t
+
+
+def test_access_fields_are_json_keys_on_both_paths(handler) -> None:
+    """The access line's fields are keys of their own, alike on the cheap path and through logging
+    (`extra=`); the text formatter leaves its line as it was."""
+    h, stream = handler
+    alone(h)
+    fields = {"method": "POST", "path": "/v1/messages", "status": 200, "duration_ms": 12.5, "route": "default",
+              "target": "local.m", "key": "ci-bot", "searches": 2, "fetches": 1, "search_cost": 0.01}
+    msg = "POST /v1/messages 200 12.5 ms key=ci-bot searches=2 search_cost=0.01"
+    DirectLog("searchhub.http").info(msg, fields)
+    h.write_pending()
+    logging.getLogger("searchhub.http").info("%s", msg, extra=fields)
+    direct, logged = lines(stream)
+    direct.pop("ts"), logged.pop("ts")
+    assert direct == logged == {"level": "info", "logger": "searchhub.http", "request_id": "-", "msg": msg, **fields}
+    assert TextFormatter().line(0.0, "INFO", "searchhub.http", msg, "-", "-", fields).endswith(" searchhub.http " + msg)

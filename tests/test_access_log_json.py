@@ -1,0 +1,114 @@
+"""`searchhub serve --log-format json`: the access line (one per request) carries its fields as JSON
+keys of their own (hub/logformat.py ACCESS_FIELDS), with the values of the request that was made:
+a chat turn through the real gateway process whose model searches once (the fake SearXNG) and reads
+one result page (the fake site), under a named API key whose secret never reaches the log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from .fakes.redis_server import free_port
+from .test_web_fetch_gateway import cite_the_page, config, fetch_first_hit, hits
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "sk-access-log-secret-5150"
+
+
+class Serve:
+    """The gateway as a process with a config of the test's, its stderr read line by line in a thread."""
+
+    def __init__(self, tmp_path: Path, cfg: dict, log_format: str = "json") -> None:
+        path = tmp_path / "engines.json"
+        path.write_text(json.dumps(cfg))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if k not in ("SEARCHHUB_CONFIG", "SEARCHHUB_LOG_FORMAT")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "routes", "serve", "--config", str(path), "--port", str(self.port),
+             "--log-format", log_format],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True)
+        self.reader.start()
+
+    def wait_for(self, text: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.lines):
+            assert time.monotonic() < deadline and self.proc.poll() is None, "".join(self.lines)
+            time.sleep(0.05)
+
+    def stop(self) -> list[str]:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(20)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.reader.join(10)
+        return self.lines
+
+
+def searching_config(fake_model, search_fakes, site) -> dict:
+    cfg = config(fake_model.url, search_fakes, site)
+    cfg["webSearch"]["injectPolicy"] = "always"
+    cfg["webSearch"]["engines"][0]["costPerCall"] = 0.005
+    cfg["server"]["apiKeys"] = [{"name": "ci-bot", "key": SECRET}]
+    return cfg
+
+
+def chat_turn(serve: Serve, fake_model, search_fakes, site) -> None:
+    search_fakes.script("searxng", hits(site))
+    fake_model.script({"tool_calls": [{"name": "web_search", "arguments": {"query": "kestrel bridge"}}]},
+                      fetch_first_hit, cite_the_page)
+    r = httpx.post(serve.url + "/v1/chat/completions", timeout=30, headers={"authorization": f"Bearer {SECRET}"},
+                   json={"model": "default", "messages": [{"role": "user", "content": "kestrel bridge news?"}]})
+    assert r.status_code == 200, r.text
+    assert "reopened in March" in r.json()["choices"][0]["message"]["content"]
+
+
+def test_json_access_line_has_its_fields_as_keys(tmp_path: Path, fake_model, search_fakes, site) -> None:
+    serve = Serve(tmp_path, searching_config(fake_model, search_fakes, site))
+    try:
+        serve.wait_for("Application startup complete")
+        chat_turn(serve, fake_model, search_fakes, site)
+        serve.wait_for("/v1/chat/completions 200")
+    finally:
+        lines = serve.stop()
+    assert not any(SECRET in line for line in lines)
+    log = [json.loads(line) for line in lines]
+    access = [e for e in log if e["logger"] == "searchhub.http" and e.get("path") == "/v1/chat/completions"]
+    assert len(access) == 1, log
+    line = access[0]
+    duration = line.pop("duration_ms")
+    assert isinstance(duration, float) and duration > 0
+    assert line["msg"].startswith(f"POST /v1/chat/completions 200 {duration:.1f} ms key=ci-bot searches=1 ")
+    assert {k: v for k, v in line.items() if k not in ("ts", "msg", "request_id")} == {
+        "level": "info", "logger": "searchhub.http", "method": "POST", "path": "/v1/chat/completions",
+        "status": 200, "route": "default", "target": "local.m", "key": "ci-bot", "searches": 1, "fetches": 1,
+        "search_cost": 0.005,
+    }
+    assert line["request_id"].startswith("req_") or line["request_id"]
+
+
+def test_text_access_line_stays_the_human_line(tmp_path: Path, fake_model, search_fakes, site) -> None:
+    serve = Serve(tmp_path, searching_config(fake_model, search_fakes, site), log_format="text")
+    try:
+        serve.wait_for("Application startup complete")
+        chat_turn(serve, fake_model, search_fakes, site)
+        serve.wait_for("/v1/chat/completions 200")
+    finally:
+        lines = serve.stop()
+    access = [line for line in lines if "searchhub.http" in line and "/v1/chat/completions" in line]
+    assert len(access) == 1, lines
+    assert " key=ci-bot searches=1 search_cost=0.005" in access[0] and not access[0].lstrip().startswith("{")
+    assert "route" not in access[0] and SECRET not in "".join(lines)
