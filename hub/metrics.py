@@ -125,6 +125,12 @@ SEARCH_MODE = Counter(
     "searchhub_search_mode_total", "Requests that searched, by mode: tool (the model calls web_search) or "
     "presearch (the gateway searched before the first round).", ["mode"], registry=REGISTRY,
 )
+SEARCH_HITS_DROPPED = Counter(
+    "searchhub_search_hits_dropped_total",
+    "Hits dropped from an engine's answer as unusable, by engine and reason: url (no http(s) URL), encoding "
+    "(a URL with bytes that are not UTF-8 or a lone surrogate).", ["engine", "reason"], registry=REGISTRY,
+)
+HIT_DROP_REASONS = ("url", "encoding")  # what hub/search/sanitize.py's bound counts a dropped hit as
 ESTIMATED_USAGE = Counter(
     "searchhub_estimated_usage_total", "Responses whose token usage the gateway estimated.", registry=REGISTRY
 )
@@ -157,14 +163,17 @@ def config_series(config: Config) -> None:
     """Create the series a config's labels enumerate, so /metrics lists them at 0 from the start and
     after a reload that adds a key or an engine: search cost for every configured key name (or
     `anonymous` on a gateway without keys: hub/keys.py) and every engine with a price (an engine
-    without one never adds to it: hub/search/cost.py). Series of a key or engine a reload removed
-    stay, as counters do."""
+    without one never adds to it: hub/search/cost.py), and dropped hits for every engine and reason.
+    Series of a key or engine a reload removed stay, as counters do."""
     keys = [k.name for k in config.server.api_keys] or [ANONYMOUS]
     engines = [e.id for e in config.web_search.engines
                if e.cost_per_call or e.cost_per_input_token or e.cost_per_output_token]
     for key in keys:
         for engine in engines:
             SEARCH_COST.labels(key, engine)
+    for e in config.web_search.engines:
+        for reason in HIT_DROP_REASONS:
+            SEARCH_HITS_DROPPED.labels(e.id, reason)
 
 
 _CHILDREN: dict[tuple, object] = {}

@@ -3,6 +3,8 @@ returns raw hits or raises EngineError, never anything else; the sanitizer then 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -79,3 +81,98 @@ def test_baidu_dates_parse_or_are_none(value):
 
     parsed = parse_date(value)
     assert parsed is None or parsed.tzinfo is not None
+
+
+# ---------------------------------------------------------------- one bad hit in an otherwise good answer
+
+MARK = "\x01MARK\x01"  # where the bad bytes go; generated text never holds \x01 (see `texts`)
+MARK_BYTES = b"\\u0001MARK\\u0001"  # how json.dumps writes it
+# Bytes that can never appear in UTF-8, stray continuation bytes, and a truncated sequence.
+invalid_bytes = st.sampled_from([b"\xff", b"\xfe", b"\xc0", b"\xc1", b"\xf5", b"\x80", b"\xbf", b"\xe2\x82",
+                                 b"\xf0\x9f\x98", b"\xed\xa0\x80"])  # the last: a surrogate, UTF-8-encoded
+lone_surrogates = st.one_of(
+    st.integers(0xD800, 0xDBFF).map(lambda c: f"\\u{c:04x}".encode()),  # a high one, no low one after it
+    st.integers(0xDC00, 0xDFFF).map(lambda c: f"\\u{c:04X}".encode()),  # a low one alone
+)
+texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01"), max_size=30)
+
+
+def _answer(kind: str, hits: list[tuple[str, str, str]]) -> bytes:
+    if kind == "searxng":
+        doc = {"query": "q", "results": [{"url": u, "title": t, "content": s, "engine": "duckduckgo"}
+                                         for t, u, s in hits], "answers": [], "unresponsive_engines": []}
+    else:
+        doc = {"searchParameters": {"q": "q"}, "organic": [{"title": t, "link": u, "snippet": s, "position": i}
+                                                          for i, (t, u, s) in enumerate(hits, 1)]}
+    return json.dumps(doc, ensure_ascii=False).encode()
+
+
+def _dropped(engine: str, reason: str) -> float:
+    from hub.metrics import REGISTRY
+
+    return REGISTRY.get_sample_value("searchhub_search_hits_dropped_total",
+                                     {"engine": engine, "reason": reason}) or 0.0
+
+
+@pytest.mark.parametrize("kind", ["searxng", "serper"])
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), n=st.integers(2, 8), field=st.sampled_from(["title", "snippet", "url"]),
+       bad=st.one_of(invalid_bytes, lone_surrogates))
+def test_one_bad_hit_does_not_sink_the_search(kind, data, n, field, bad):
+    """An otherwise valid SearXNG or Serper answer with an invalid UTF-8 byte or an escaped lone
+    surrogate in one hit's title, snippet or URL: decoded, parsed and bounded, the other hits all come
+    back, the bad one is dropped when its URL is broken (and counted) or kept with its text repaired,
+    and the result encodes as UTF-8 JSON."""
+    from hub.search.fetch import decode_answer
+
+    engine_cls = API_ENGINES[kind]
+    hits = [(data.draw(texts), f"https://site{i}.example/{data.draw(st.from_regex(r'[a-z0-9/_-]{0,12}', fullmatch=True))}",
+             data.draw(texts)) for i in range(n)]
+    k = data.draw(st.integers(0, n - 1))
+    title, url, snippet = hits[k]
+    at = data.draw(st.integers(0, len({"title": title, "url": url, "snippet": snippet}[field])))
+    if field == "title":
+        hits[k] = (title[:at] + MARK + title[at:], url, snippet)
+    elif field == "snippet":
+        hits[k] = (title, url, snippet[:at] + MARK + snippet[at:])
+    else:
+        at = max(at, len("https://site0.example/") + len(str(k)) - 1)  # in the path: the host stays a host
+        hits[k] = (title, url[:at] + MARK + url[at:], snippet)
+    body = _answer(kind, hits)
+    assert body.count(MARK_BYTES) == 1
+    body = body.replace(MARK_BYTES, bad)
+
+    name = f"prop-{kind}"
+    before = _dropped(name, "encoding")
+    result = bound(name, SearchRequest("q", n), engine_cls.parse(decode_answer(body)), char_cap=4000,
+                   max_bytes=1 << 20)
+
+    assert result.ok, result.error
+    got = [h.url for h in result.hits]
+    others = [u for i, (_, u, _) in enumerate(hits) if i != k]
+    if field == "url":
+        assert got == others
+        assert _dropped(name, "encoding") == before + 1
+    else:
+        assert got == [u for _, u, _ in hits]
+        assert _dropped(name, "encoding") == before
+    for doc in (result.to_document(), result.to_payload()):
+        encoded = json.dumps(doc, ensure_ascii=False).encode("utf-8")  # strict: a lone surrogate raises
+        assert json.loads(encoded) == doc
+
+
+@given(st.binary(max_size=200))
+def test_any_bytes_decode_or_raise_engine_error(body):
+    from hub.search.fetch import decode_answer
+
+    try:
+        decode_answer(body)
+    except EngineError as e:
+        assert e.message == "the search service sent malformed JSON"
+
+
+def test_a_valid_answer_takes_the_strict_path_unchanged():
+    from hub.search.fetch import decode_answer
+
+    body = '{"results": [{"title": "Ünïcode ✓ 😀", "url": "https://a.example/ü"}], "n": 12345678901234567890}'
+    assert decode_answer(body.encode()) == json.loads(body)

@@ -3,6 +3,7 @@ whose message is short, readable by a model, and free of keys."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -42,9 +43,27 @@ async def fetch_json(
     resp = await fetch(client, out, timeout=timeout, proxy=proxy)
     if resp.status_code != 200:
         raise status_error(resp.status_code, resp.content, secrets)
+    return decode_answer(resp.content)
+
+
+def decode_answer(content: bytes) -> Any:
+    """A search service's JSON answer; EngineError when it is not JSON. msgspec's strict decoding is
+    the fast path, and refuses the whole document for one bad hit: a byte that is not UTF-8, or an
+    escaped lone surrogate (`"\\ud800"`). Only then, the answer is decoded again with such bytes as
+    U+FFFD, and with the json module, which keeps a lone surrogate as it is: the sanitizer then drops
+    the hits whose URL carries either and cleans their text (hub/search/sanitize.py `bound`)."""
     try:
-        return _decode(resp.content)
+        return _decode(content)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        pass
+    text = content.decode("utf-8", errors="replace")
+    try:
+        return _decode(text)
     except msgspec.DecodeError:
+        pass
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
         raise EngineError("the search service sent malformed JSON") from None
 
 
@@ -151,8 +170,8 @@ def upstream_message(body: bytes | None, secrets: Iterable[str | None] = ()) -> 
     if not body:
         return None
     try:
-        data = _decode(body[:65536])
-    except msgspec.DecodeError:
+        data = decode_answer(body[:65536])
+    except EngineError:
         return None
     msg = _find_message(data)
     if not msg:

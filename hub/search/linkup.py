@@ -18,7 +18,7 @@ from .base import (
     recency_start,
 )
 from .engine import ApiEngine, malformed
-from .fetch import Outgoing, fetch, status_error
+from .fetch import Outgoing, decode_answer, fetch, status_error
 
 # Linkup's 429s: a rate limit, or money running out (another engine may have some).
 _QUOTA_CODES = ("INSUFFICIENT_FUNDS_CREDITS", "EXCEED_BUDGET_LIMIT")
@@ -52,10 +52,7 @@ class LinkupEngine(ApiEngine):
                 raise EngineError(err.message.replace("rate limited by", "out of credits at"), UNAVAILABLE,
                                   status=429) from None
             raise err if resp.status_code != 429 else EngineError(err.message, TOO_MANY_REQUESTS, status=429)
-        try:
-            return self.parse(msgspec.json.decode(resp.content))
-        except msgspec.DecodeError:
-            raise EngineError("the search service sent malformed JSON") from None
+        return self.parse(decode_answer(resp.content))
 
     @staticmethod
     def parse(data: Any) -> Parsed:
@@ -72,6 +69,6 @@ class LinkupEngine(ApiEngine):
 def _error_code(body: bytes) -> str | None:
     try:
         code = as_dict(as_dict(msgspec.json.decode(body[:65536])).get("error")).get("code")
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return None
     return code if isinstance(code, str) else None

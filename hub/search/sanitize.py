@@ -4,6 +4,7 @@ URL, domain filters applied on our side, and the whole tool content under a byte
 from __future__ import annotations
 
 import html
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -12,8 +13,11 @@ from urllib.parse import SplitResult, urlsplit
 
 import msgspec
 
+from .. import metrics  # its names are read when used: hub/metrics.py imports hub/fetcher, which imports us
 from .base import MAX_QUERY_CHARS, UNAVAILABLE, Hit, Parsed, RawHit, SearchRequest, SearchResult, failure
 from .render import tool_bytes
+
+log = logging.getLogger("searchhub.search")
 
 TITLE_CAP = 300
 SOURCE_CAP = 100
@@ -30,6 +34,9 @@ _INVISIBLE = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
     "\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]"
 )
+# What a decoded answer carries in place of text that was not text: U+FFFD for bytes that are not
+# UTF-8 (hub/search/fetch.py decode_answer), a lone surrogate for an escaped one.
+_UNDECODABLE = re.compile("[\ufffd\ud800-\udfff]")
 _SPACE = re.compile(r"\s+")
 _ANY_SPACE = re.compile(r"\s")
 _INLINE_SPACE = re.compile(r"[^\S\n]+")
@@ -97,7 +104,7 @@ def _checked_url(value: Any) -> tuple[str, SplitResult, str] | None:
     # Printable ASCII has no invisible character and no whitespace but the space: the common URL
     # skips the two regexes.
     if not (url.isascii() and url.isprintable() and " " not in url) and (
-            _INVISIBLE.search(url) or _ANY_SPACE.search(url)):
+            _INVISIBLE.search(url) or _ANY_SPACE.search(url) or "\ufffd" in url):
         return None
     try:
         parts = urlsplit(url)
@@ -147,8 +154,11 @@ def dedup_key(url: str, parts: SplitResult | None = None, host: str | None = Non
 def bound(
     engine: str, req: SearchRequest, parsed: Parsed, *, char_cap: int, max_bytes: int
 ) -> SearchResult:
-    """The sanitized result, or a structured error when nothing usable is left."""
+    """The sanitized result, or a structured error when nothing usable is left. A hit without a usable
+    URL is dropped and counted (searchhub_search_hits_dropped_total); text that was not text (bytes
+    that are not UTF-8, lone surrogates) is replaced in a hit that is kept."""
     hits: list[Hit] = []
+    dropped: dict[str, int] = {}
     seen: set[tuple[str, str, str]] = set()
     refs: dict[str, int] = {}
     known_refs: set[str] = set()
@@ -162,6 +172,8 @@ def bound(
             continue
         checked = _checked_url(raw.url)
         if checked is None:
+            reason = "encoding" if isinstance(raw.url, str) and _UNDECODABLE.search(raw.url) else "url"
+            dropped[reason] = dropped.get(reason, 0) + 1
             continue
         url, parts, host = checked
         host = host.rstrip(".")  # hostname is lower-case already (host_of's rules)
@@ -184,6 +196,8 @@ def bound(
         )
         if ref:
             refs[ref] = len(hits)
+    if dropped:
+        _count_dropped(engine, dropped)
     query = clean_query(req.query)
     if not hits:
         return failure(engine, query, NO_RESULTS, UNAVAILABLE)
@@ -192,6 +206,14 @@ def bound(
         summary = _renumber(summary, refs, known_refs).strip()
     result = SearchResult(engine=engine, query=query, hits=tuple(hits), summary=summary or None)
     return fit(result, max_bytes)
+
+
+def _count_dropped(engine: str, dropped: dict[str, int]) -> None:
+    for reason, n in dropped.items():
+        metrics.child(metrics.SEARCH_HITS_DROPPED, engine, reason).inc(n)
+    log.debug("search engine %s: dropped %s", engine,
+              ", ".join(f"{n} hit(s) without a usable URL" if reason == "url" else
+                        f"{n} hit(s) whose URL is not valid text" for reason, n in sorted(dropped.items())))
 
 
 def _renumber(summary: str, refs: dict[str, int], known: set[str]) -> str:
