@@ -4,11 +4,10 @@ importing the loader."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backends.proxy import mask_proxy
+from .backends.proxy import USERINFO, mask_proxy
 from .backends.quirks import Quirks
 from .backends.quirks import resolve as resolve_quirks
 from .keys import ApiKey
@@ -265,9 +264,6 @@ def mask(secret: str | None) -> str | None:
 
 
 # Up to the authority's last '@': a password written with a raw '@' is masked whole.
-_USERINFO = re.compile(r"(?<=//)[^/?#]*@")
-
-
 class StrippedURL(str):
     """A base URL whose credentials hub/config.py took out (into a Basic authorization header). Its
     value, and every URL built from it, has no `user:pass@`; it carries only how mask_url shows it,
@@ -292,6 +288,6 @@ def mask_url(url: str) -> str:
     """A URL as errors, logs, /health and commands show it: credentials (`user:pass@`) and a query
     string (which may carry a key) become ****."""
     url = getattr(url, "masked", None) or url
-    url = _USERINFO.sub("****@", url)
+    url = USERINFO.sub("****@", url)
     q = url.find("?")
     return url if q < 0 else url[: q + 1] + "****"

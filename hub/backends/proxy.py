@@ -18,7 +18,8 @@ from urllib.parse import unquote, urlsplit
 
 DIRECT = "direct"  # a provider's or engine's `"proxy": false`: never a proxy, whatever the environment says
 SCHEMES = ("http", "https", "socks5", "socks5h")
-_USERINFO = re.compile(r"(?<=//)[^@/?#]*@")
+# The userinfo of a URL, up to its last "@" before the path: a raw "@" in a password is masked too.
+USERINFO = re.compile(r"(?<=//)[^/?#]*@")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +69,7 @@ def mask_proxy(url: str | None) -> str | None:
     """A proxy URL for logs, errors, /health and `searchhub check`: credentials become ****."""
     if not url:
         return url
-    return _USERINFO.sub("****@", url)
+    return USERINFO.sub("****@", url)
 
 
 def proxy_secrets(url: str | None) -> tuple[str, ...]:
