@@ -228,7 +228,9 @@ async def create_message(request: Request) -> Response:
         opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
         if ctx.force_search and opts.force_search is None:
             opts.force_search = opts.force_call = True
-        query = search_execution_query(body)
+        if ctx.withheld and not ctx.server_tools and opts.force_search is None:
+            opts.force_search = False  # its server tools are for code execution only: the model searches not
+        query = search_execution_query(body) if ctx.hosted is not None else None
         if query is not None:
             if rt.tools.search is None:
                 raise Unavailable("no web search is configured", code="search_unavailable")

@@ -430,7 +430,7 @@ def test_from_chat_hosted_search_blocks_and_citations() -> None:
                      "text", "text"]
     use, result = msg["content"][0], msg["content"][1]
     assert use == {"type": "server_tool_use", "id": "srvtoolu_call_abc", "name": "web_search",
-                   "input": {"query": "rust release"}}
+                   "input": {"query": "rust release"}, "caller": {"type": "direct"}}
     assert result["tool_use_id"] == use["id"]
     hit = result["content"][0]
     assert (hit["url"], hit["title"], hit["page_age"]) == (RUST.url, RUST.title, "2025-10-30")

@@ -429,7 +429,7 @@ def test_from_chat_text_with_citations_and_searches() -> None:
     assert "output_text" not in resp
     ws1, ws2, msg = resp["output"]
     assert ws1["type"] == "web_search_call" and ws1["id"].startswith("ws_") and ws1["status"] == "completed"
-    assert ws1["action"] == {"type": "search", "query": RUST.query, "sources": [
+    assert ws1["action"] == {"type": "search", "query": RUST.query, "queries": [RUST.query], "sources": [
         {"type": "url", "url": RUST.hits[0].url}, {"type": "url", "url": RUST.hits[1].url}]}
     assert ws2["status"] == "completed" and ws2["action"]["sources"] == []
     assert msg["id"].startswith("msg_") and msg["content"] == [{"type": "output_text", "text": text, "annotations": [

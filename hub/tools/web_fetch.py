@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import msgspec
@@ -25,7 +25,7 @@ from ..search.sanitize import truncate
 from ..settings import WebFetchConfig
 from . import passages
 from .arguments import ArgumentError, dumps, parse_arguments
-from .base import Hosted, Rendered, ToolCall, ToolRequest
+from .base import Hosted, HostedFetch, Rendered, ToolCall, ToolRequest
 
 log = logging.getLogger("searchhub.tools")
 WEB_FETCH = "web_fetch"
@@ -118,6 +118,71 @@ def _max_chars(value: object) -> int | None:
     except (ValueError, OverflowError):
         return None
     return max(MIN_CHARS, number) if number > 0 else None
+
+
+# --- url_sources: where fetchable URLs may come from -----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFilter:
+    """One tool-results source of Anthropic's `url_sources`: `all`, `none`, `only` or `except` the named tools."""
+
+    kind: str = "all"
+    names: frozenset[str] = frozenset()
+
+    def admits(self, name: str) -> bool:
+        if self.kind == "all":
+            return True
+        if self.kind == "none":
+            return False
+        return (name in self.names) == (self.kind == "only")
+
+
+@dataclass(frozen=True, slots=True)
+class UrlSources:
+    """Which parts of the conversation may contribute the URLs a fetch may ask for (Anthropic's
+    `url_sources` on a web_fetch tool; omitted means every source). The conversation is the chat form's
+    user and tool messages (`Transcript`); a tool message is a client tool's result or a server tool's
+    by its tool_call_id: `origins` maps the ids of the request's history (tool_use -> client, a replayed
+    server_tool_use -> server, with the tool's name). Any other tool message is a result of this
+    gateway's own loop: a web_fetch result when the id is one of the fetches this request made
+    (`fetch_ids`, noted by WebFetch.call), otherwise a web_search result."""
+
+    user_input: bool = True
+    server_tool_results: ToolFilter = ToolFilter()
+    client_tool_results: ToolFilter = ToolFilter()
+    origins: Mapping[str, tuple[bool, str]] = field(default_factory=dict)  # tool_call_id -> (server?, name)
+    fetch_ids: set[str] = field(default_factory=set)  # this request's web_fetch calls (filled as they come)
+
+    @property
+    def restricts(self) -> bool:
+        return not (self.user_input and self.server_tool_results.kind == "all"
+                    and self.client_tool_results.kind == "all")
+
+    def origin(self, call_id: object) -> tuple[bool, str]:
+        known = self.origins.get(call_id) if isinstance(call_id, str) else None
+        if known is not None:
+            return known
+        return True, WEB_FETCH if call_id in self.fetch_ids else "web_search"
+
+    def admitted(self, messages: Iterable[dict]) -> Iterator[dict]:
+        """The messages whose URLs count."""
+        for m in messages:
+            role = m.get("role")
+            if role == "user":
+                if self.user_input:
+                    yield m
+            elif role == "tool":
+                server, name = self.origin(m.get("tool_call_id"))
+                if (self.server_tool_results if server else self.client_tool_results).admits(name):
+                    yield m
+
+
+@dataclass(frozen=True, slots=True)
+class SourcedFetch(HostedFetch):
+    """A hosted fetch offer whose client said where fetchable URLs may come from (`url_sources`)."""
+
+    url_sources: UrlSources = field(kw_only=True)
 
 
 # --- the call -----------------------------------------------------------------------------------
@@ -250,6 +315,8 @@ class WebFetch:
         if hosted is not None and hosted.max_content_tokens:
             tokens_cap = max(MIN_CHARS, hosted.max_content_tokens * CHARS_PER_TOKEN)
             cap = min(cap, tokens_cap) if cap else tokens_cap
+        if isinstance(hosted, SourcedFetch):
+            hosted.url_sources.fetch_ids.add(call_id)
         return FetchCall(call_id, args.url, cap, args.find, citations=bool(hosted and hosted.citations))
 
     async def run(self, call: FetchCall, request: ToolRequest) -> None:
@@ -261,8 +328,12 @@ class WebFetch:
             call.result = failure(call.url, denial.message, TOO_MANY_REQUESTS)
             return
         hosted = request.hosted_fetch
-        scope = self.policy.scope(hosted.allowed_domains if hosted else (), hosted.blocked_domains if hosted else ())
-        scope.remember_messages(request.transcript.messages)
+        policy, messages = self.policy, request.transcript.messages
+        if isinstance(hosted, SourcedFetch) and hosted.url_sources.restricts:
+            # the client's url_sources narrow the prior-context rule, even where the operator turned it off
+            policy, messages = replace(policy, require_prior_context=True), hosted.url_sources.admitted(messages)
+        scope = policy.scope(hosted.allowed_domains if hosted else (), hosted.blocked_domains if hosted else ())
+        scope.remember_messages(messages)
         try:
             call.result = await self.fetcher.fetch(call.url, scope, use_cache=hosted.use_cache if hosted else True)
         except asyncio.CancelledError:

@@ -270,12 +270,13 @@ class SearchCall(ToolCall):
         return {"query": self.query}
 
     def action(self, *, done: bool) -> dict:
-        """A failed search is still `completed`, with no sources (docs/responses.md)."""
+        """A failed search is still `completed`, with no sources (docs/responses.md). `queries` lists every
+        query of the call (one: a call runs one query), beside `query`."""
         if not done:
-            return {"type": HOSTED.action, "query": self.query}
+            return {"type": HOSTED.action, "query": self.query, "queries": [self.query]}
         result = self.result
         sources = [{"type": "url", "url": h.url} for h in result.hits if h.url] if result is not None and result.ok else []
-        return {"type": HOSTED.action, "query": self.query, "sources": sources}
+        return {"type": HOSTED.action, "query": self.query, "queries": [self.query], "sources": sources}
 
     def hosted_content(self) -> list[dict] | dict:
         result = self.result

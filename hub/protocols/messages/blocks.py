@@ -20,6 +20,7 @@ _TOOL_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 CITED_TEXT_MAX = 150
 THINKING_SIGNATURE = "c2VhcmNoaHViOnRoaW5raW5n"  # opaque; searchhub drops thinking blocks on replay
 SERVER_TOOL_COUNTERS = ("web_search_requests", "web_fetch_requests")  # always present, in this order
+DIRECT_CALLER = {"type": "direct"}  # the `caller` of every server tool block: the model called it (no code execution)
 _STOP_REASONS = {
     "stop": "end_turn",
     "length": "max_tokens",
@@ -94,15 +95,16 @@ def usage_counts(calls: Iterable[ToolCall]) -> dict[str, int]:
     return counts
 
 
-def server_tool_use_block(call: ToolCall) -> dict:
+def server_tool_use_block(call: ToolCall, *, shown: bool = True) -> dict:
+    """`shown` False: the block as a stream opens it, its input still empty (it follows as deltas)."""
     return {"type": "server_tool_use", "id": server_tool_use_id(call.id), "name": call.HOSTED.anthropic_name,
-            "input": call.shown_input()}
+            "input": call.shown_input() if shown else {}, "caller": DIRECT_CALLER}
 
 
 def tool_result_block(call: ToolCall) -> dict:
     """The complete result block (`web_search_tool_result`, …): the call's content or its error object."""
     return {"type": call.HOSTED.anthropic_result, "tool_use_id": server_tool_use_id(call.id),
-            "content": call.hosted_content()}
+            "content": call.hosted_content(), "caller": DIRECT_CALLER}
 
 
 class HitIndex:

@@ -84,8 +84,9 @@ def loaded_tools(messages: list) -> set[str]:
 class _History:
     """Builds chat messages, merging consecutive user (and assistant) turns as chat templates expect."""
 
-    def __init__(self, replays: Replays = DEFAULT_REPLAYS) -> None:
+    def __init__(self, replays: Replays = DEFAULT_REPLAYS, origins: dict | None = None) -> None:
         self.replays = replays
+        self.origins = origins  # tool call id -> (a server tool's?, its name), when asked for
         self.messages: list[dict] = []
         self.system: list[str] = []
         self.pending: list[str] = []  # mid-conversation system text, waiting for the next user turn
@@ -270,6 +271,8 @@ def _assistant(history: _History, blocks: list[dict], path: str) -> None:
             name = string(block, "name", where, required=True)
             arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
             calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
+            if history.origins is not None:
+                history.origins[call_id] = (False, name)
         elif kind == "server_tool_use" and block.get("name") in history.replays:
             call_id = string(block, "id", where, required=True)
             shown = block.get("input") if isinstance(block.get("input"), dict) else {}
@@ -286,6 +289,8 @@ def _assistant(history: _History, blocks: list[dict], path: str) -> None:
                 "name": chat_name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
             history.assistant(text, [server_call])
             history.tool(call_id, result)
+            if history.origins is not None:
+                history.origins[call_id] = (True, name)
             groups = []
         # thinking / redacted_thinking: opaque to other backends, dropped
     text = "\n\n".join(g for g in groups if g)
@@ -316,10 +321,12 @@ def _messages(raw: object, history: _History) -> None:
             raise bad_request(f"{path}.role", "must be user, assistant or system")
 
 
-def chat_messages(system: object, messages: object, replays: Replays = DEFAULT_REPLAYS) -> list[dict]:
+def chat_messages(system: object, messages: object, replays: Replays = DEFAULT_REPLAYS, *,
+                  origins: dict | None = None) -> list[dict]:
     """The chat messages for a request's `system` and `messages`; `replays` turn replayed server tool
-    blocks back into tool rounds."""
-    history = _History(replays)
+    blocks back into tool rounds; `origins`, when given, is filled with each tool call's id ->
+    (whether a server tool made it, the tool's name)."""
+    history = _History(replays, origins)
     if system is not None:
         history.add_system(joined_text(content_blocks(system, "system"), "system"))
     _messages(messages, history)

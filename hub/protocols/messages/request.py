@@ -15,10 +15,13 @@ import msgspec
 
 from ...errors import BadRequest
 from ...tools.base import HostedFetch, HostedSearch
+from ...tools.web_fetch import SourcedFetch, ToolFilter, UrlSources
 from .content import DEFAULT_REPLAYS, Replays, bad_request, chat_messages, loaded_tools, string
 
 _LOCATION_KEYS = ("city", "region", "country", "timezone")
 _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
+_SOURCE_KINDS = ("all", "none")
+_FILTER_KINDS = ("all", "none", "only", "except")
 
 
 @dataclass(slots=True)
@@ -30,6 +33,7 @@ class MessagesContext:
     hosted: HostedSearch | None = None  # the client offered the web_search server tool
     hosted_fetch: HostedFetch | None = None  # the client offered the web_fetch server tool
     force_search: bool = False  # tool_choice forces the hosted web_search
+    withheld: bool = False  # a server tool offered only to other callers (code execution), not to the model
     thinking: bool = False  # thinking enabled or adaptive (the `reasoning` alias applies)
     show_thinking: bool = False  # answer reasoning as thinking blocks
     session_id: str | None = None  # Claude Code's session, from metadata.user_id
@@ -71,6 +75,74 @@ def _domains(tool: dict, path: str) -> dict[str, tuple[str, ...]]:
     return domains
 
 
+def _direct(tool: dict, path: str) -> bool:
+    """Whether the model may call the server tool itself: `allowed_callers` (default ["direct"]) lists
+    "direct" or only code-execution callers, which this gateway does not have. The other fields every
+    version may carry are checked here too: `defer_loading` and `strict` (accepted; a server tool is
+    offered at once, there is no tool search for it), `response_inclusion` (it only concerns results a
+    code-execution call consumed; direct calls' results are always returned)."""
+    for key in ("defer_loading", "strict"):
+        if tool.get(key) is not None and not isinstance(tool[key], bool):
+            raise bad_request(f"{path}.{key}", "must be a boolean")
+    if tool.get("response_inclusion") is not None and not isinstance(tool["response_inclusion"], str):
+        raise bad_request(f"{path}.response_inclusion", 'must be "full" or "excluded"')
+    callers = tool.get("allowed_callers")
+    if callers is None:
+        return True
+    if not isinstance(callers, list) or not all(isinstance(c, str) for c in callers):
+        raise bad_request(f"{path}.allowed_callers", "must be a list of strings")
+    return "direct" in callers
+
+
+def _source(value: object, path: str, declared: set[str], kinds: tuple[str, ...]) -> ToolFilter:
+    """One source of `url_sources`: "all" / "none", or {"type": "all"|"none"|"only"|"except", "tools":
+    [{"type": "tool_reference", "name"}]}; a named tool must be one of the request's tools."""
+    if value is None:
+        return ToolFilter()
+    if isinstance(value, str):
+        kind, where = value, path
+    elif isinstance(value, dict):
+        kind, where = value.get("type"), f"{path}.type"
+    else:
+        raise bad_request(path, "must be an object or a string")
+    if kind not in kinds:
+        raise bad_request(where, "must be one of " + ", ".join(kinds))
+    if kind in ("all", "none"):
+        return ToolFilter(kind)
+    refs = value.get("tools") if isinstance(value, dict) else None
+    if not isinstance(refs, list):
+        raise bad_request(f"{path}.tools", "must be a list of tool references")
+    names = set()
+    for j, ref in enumerate(refs):
+        name = ref.get("name") if isinstance(ref, dict) else None
+        if not isinstance(name, str):
+            raise bad_request(f"{path}.tools[{j}].name", "must be a string")
+        if ref.get("type") not in (None, "tool_reference"):
+            raise bad_request(f"{path}.tools[{j}].type", "must be tool_reference")
+        if name not in declared:
+            raise bad_request(f"{path}.tools[{j}].name", f"names no tool of this request: {name[:64]}")
+        names.add(name)
+    return ToolFilter(kind, frozenset(names))
+
+
+def _url_sources(tool: dict, path: str, declared: set[str], origins: dict) -> UrlSources | None:
+    raw = tool.get("url_sources")
+    if raw is None:
+        return None
+    path = f"{path}.url_sources"
+    if not isinstance(raw, dict):
+        raise bad_request(path, "must be an object")
+    user = _source(raw.get("user_input"), f"{path}.user_input", declared, _SOURCE_KINDS)
+    return UrlSources(
+        user_input=user.kind == "all",
+        server_tool_results=_source(raw.get("server_tool_results"), f"{path}.server_tool_results", declared,
+                                    _FILTER_KINDS),
+        client_tool_results=_source(raw.get("client_tool_results"), f"{path}.client_tool_results", declared,
+                                    _FILTER_KINDS),
+        origins=origins,
+    )
+
+
 def _hosted(tool: dict, path: str) -> HostedSearch:
     max_uses = _max_uses(tool, path)
     domains = _domains(tool, path)
@@ -85,9 +157,9 @@ def _hosted(tool: dict, path: str) -> HostedSearch:
     )
 
 
-def _hosted_fetch(tool: dict, path: str) -> HostedFetch:
-    """A web_fetch_* server tool (every version: the later ones add code-execution callers, answered
-    here as direct calls, and `use_cache`)."""
+def _hosted_fetch(tool: dict, path: str, declared: set[str], origins: dict) -> HostedFetch:
+    """A web_fetch_* server tool (every version: the later ones add `use_cache`; `url_sources` narrows
+    where fetchable URLs may come from, hub/tools/web_fetch.py UrlSources)."""
     domains = _domains(tool, path)
     if domains["allowed_domains"] and domains["blocked_domains"]:
         raise bad_request(path, "allowed_domains and blocked_domains cannot both be set")
@@ -97,26 +169,34 @@ def _hosted_fetch(tool: dict, path: str) -> HostedFetch:
     max_tokens = tool.get("max_content_tokens")
     if max_tokens is not None and (not _is_int(max_tokens) or max_tokens < 1):
         raise bad_request(f"{path}.max_content_tokens", "must be a positive integer")
-    return HostedFetch(
+    if tool.get("use_cache") is not None and not isinstance(tool["use_cache"], bool):
+        raise bad_request(f"{path}.use_cache", "must be a boolean")
+    fields = dict(
         allowed_domains=domains["allowed_domains"], blocked_domains=domains["blocked_domains"],
         max_uses=_max_uses(tool, path), citations=bool(citations and citations.get("enabled") is True),
         max_content_tokens=max_tokens, use_cache=tool.get("use_cache") is not False,
     )
+    sources = _url_sources(tool, path, declared, origins)
+    return HostedFetch(**fields) if sources is None else SourcedFetch(**fields, url_sources=sources)
 
 
 @dataclass(slots=True)
 class _Hosted:
     search: HostedSearch | None = None
     fetch: HostedFetch | None = None
+    withheld: bool = False  # a server tool the model may not call directly (allowed_callers)
 
 
-def _tools(raw: object, loaded: set[str]) -> tuple[list[dict], _Hosted]:
-    """Chat function tools, and the hosted tools when web_search_* / web_fetch_* server tools are offered."""
+def _tools(raw: object, loaded: set[str], origins: dict) -> tuple[list[dict], _Hosted]:
+    """Chat function tools, and the hosted tools when web_search_* / web_fetch_* server tools are offered
+    to the model (any version, matched by prefix); `origins` is filled later with the history's tool
+    calls, for a web_fetch tool's url_sources."""
     hosted = _Hosted()
     if raw is None:
         return [], hosted
     if not isinstance(raw, list):
         raise bad_request("tools", "must be a list")
+    declared = {t["name"] for t in raw if isinstance(t, dict) and isinstance(t.get("name"), str)}
     tools: list[dict] = []
     for i, tool in enumerate(raw):
         path = f"tools[{i}]"
@@ -126,10 +206,18 @@ def _tools(raw: object, loaded: set[str]) -> tuple[list[dict], _Hosted]:
         if kind is not None and not isinstance(kind, str):
             raise bad_request(f"{path}.type", "must be a string")
         if kind is not None and kind.startswith("web_search_"):
-            hosted.search = _hosted(tool, path)
+            search = _hosted(tool, path)
+            if _direct(tool, path):
+                hosted.search = search
+            else:
+                hosted.withheld = True
             continue
         if kind is not None and kind.startswith("web_fetch_"):
-            hosted.fetch = _hosted_fetch(tool, path)
+            fetch = _hosted_fetch(tool, path, declared, origins)
+            if _direct(tool, path):
+                hosted.fetch = fetch
+            else:
+                hosted.withheld = True
             continue
         if kind not in (None, "custom"):
             continue  # other Anthropic-defined tools (bash_*, code_execution_*, ...) have no chat equivalent
@@ -268,9 +356,12 @@ def to_chat(req: object, replays: Replays = DEFAULT_REPLAYS) -> tuple[dict, Mess
 
     raw_messages = req.get("messages")
     loaded = loaded_tools(raw_messages if isinstance(raw_messages, list) else [])
-    tools, hosted = _tools(req.get("tools"), loaded)
-    ctx.hosted, ctx.hosted_fetch = hosted.search, hosted.fetch
-    body: dict[str, Any] = {"model": model, "messages": chat_messages(req.get("system"), raw_messages, replays)}
+    origins: dict[str, tuple[bool, str]] = {}  # the history's tool calls, for url_sources
+    tools, hosted = _tools(req.get("tools"), loaded, origins)
+    ctx.hosted, ctx.hosted_fetch, ctx.withheld = hosted.search, hosted.fetch, hosted.withheld
+    body: dict[str, Any] = {"model": model, "messages": chat_messages(
+        req.get("system"), raw_messages, replays, origins=origins if isinstance(ctx.hosted_fetch, SourcedFetch)
+        else None)}
     if tools:
         body["tools"] = tools
     _tool_choice(req.get("tool_choice"), body)

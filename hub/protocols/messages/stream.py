@@ -19,6 +19,7 @@ from .blocks import (
     THINKING_SIGNATURE,
     HitIndex,
     message_id,
+    server_tool_use_block,
     server_tool_use_id,
     stop_reason,
     tool_result_block,
@@ -160,7 +161,7 @@ class MessagesStream:
             return b""
         self._started_searches.add(block_id)
         out = self._close()
-        out += self._start({"type": "server_tool_use", "id": block_id, "name": call.HOSTED.anthropic_name, "input": {}})
+        out += self._start(server_tool_use_block(call, shown=False))
         out += self._delta({"type": "input_json_delta", "partial_json": ""})
         shown = json.dumps(call.shown_input(), ensure_ascii=False)
         return out + self._delta({"type": "input_json_delta", "partial_json": shown}) + self._close()

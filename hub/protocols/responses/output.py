@@ -107,11 +107,16 @@ def annotation(chat_annotation: Any, shift: int = 0, limit: int | None = None) -
             "title": title if isinstance(title, str) else url}
 
 
-def web_search_item(item_id: str, call: ToolCall, *, done: bool = True) -> dict:
+def web_search_item(item_id: str, call: ToolCall, *, done: bool = True, results: bool = False) -> dict:
     """A `web_search_call` item for a server tool call; its action says what the call did (a search,
-    a page opened). A failed call is still `completed` (docs/responses.md)."""
-    return {"type": "web_search_call", "id": item_id, "status": "completed" if done else "in_progress",
+    a page opened). A failed call is still `completed` (docs/responses.md). `results` (the request's
+    include has `web_search_call.results`): the finished item also lists what the call brought back,
+    each `{"url", "title", "snippet"}` (a search's hits, or the page read)."""
+    item = {"type": "web_search_call", "id": item_id, "status": "completed" if done else "in_progress",
             "action": call.action(done=done)}
+    if results and done:
+        item["results"] = [{"url": url, "title": title or url, "snippet": snippet} for url, title, snippet in call.pages()]
+    return item
 
 
 def reasoning_item(item_id: str, text: str | None) -> dict:
@@ -157,7 +162,7 @@ def from_chat(outcome: Outcome, ctx: ResponsesContext, *, response_id: str | Non
     message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     output: list[dict] = []
     if ctx.hosted is not None:
-        output.extend(web_search_item(new_id("ws"), call) for call in outcome.calls)
+        output.extend(web_search_item(new_id("ws"), call, results=ctx.results) for call in outcome.calls)
     reasoning = message.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:
         output.append(reasoning_item(new_id("rs"), reasoning))

@@ -31,6 +31,7 @@ class ResponsesContext:
     hosted: HostedSearch | None = None
     hosted_fetch: HostedFetch | None = None  # with the hosted web_search, calls may open pages (open_page)
     force_search: bool | None = None  # tool_choice named the hosted search tool
+    results: bool = False  # include has web_search_call.results: web_search_call items list what came back
     stream: bool = False
     store: bool = True
     previous_response_id: str | None = None
@@ -82,6 +83,11 @@ def to_chat(req: Any, *, history: list[dict] | None = None) -> tuple[dict, Respo
             for j, tool in enumerate(extra):
                 tools.add(tool, f"input[{i}].tools[{j}]")
     chat_tools, refs = tools.build()
+
+    include = _optional(req, "include", list) or []
+    for i, value in enumerate(include):
+        if not isinstance(value, str):
+            raise BadRequest("'include' must be an array of strings", param=f"include[{i}]")
 
     max_tool_calls = _optional_int(req, "max_tool_calls")
     hosted = hosted_search(tools.hosted, max_tool_calls) if tools.hosted is not None else None
@@ -147,6 +153,7 @@ def to_chat(req: Any, *, history: list[dict] | None = None) -> tuple[dict, Respo
         hosted_fetch=HostedFetch(allowed_domains=hosted.allowed_domains, blocked_domains=hosted.blocked_domains,
                                  max_uses=hosted.max_uses) if hosted is not None else None,
         force_search=force_search,
+        results="web_search_call.results" in include,
         stream=stream,
         store=store if store is not None else True,
         previous_response_id=previous,

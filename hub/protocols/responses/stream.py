@@ -395,13 +395,13 @@ class ResponsesStream:
         events = self._search_started(call) if call.id not in self._searches else []
         s = self._searches.pop(call.id)
         events.append(self._event("response.web_search_call.completed", item_id=s.id, output_index=s.index))
-        events.append(self._done(s.index, web_search_item(s.id, call)))
+        events.append(self._done(s.index, web_search_item(s.id, call, results=self.ctx.results)))
         return events
 
     def _close_searches(self) -> list[dict]:
         events: list[dict] = []
         for s in sorted(self._searches.values(), key=lambda s: s.index):
             events.append(self._event("response.web_search_call.completed", item_id=s.id, output_index=s.index))
-            events.append(self._done(s.index, web_search_item(s.id, s.call)))
+            events.append(self._done(s.index, web_search_item(s.id, s.call, results=self.ctx.results)))
         self._searches = {}
         return events
