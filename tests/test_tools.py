@@ -7,7 +7,7 @@ import json
 
 import jsonschema
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hub.backends.normalize import ToolCallAssembler
@@ -484,3 +484,17 @@ def test_search_args_only_ever_raises_argument_error(raw):
     assert args.query and args.query == args.query.strip()
     assert args.recency is None or args.recency in RECENCY
     assert args.count is None or 1 <= args.count <= 50
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.one_of(st.text(max_size=40), st.builds(
+    lambda host, path: f"https://{host}.example/{path}", st.from_regex(r"[a-z]{1,12}", fullmatch=True),
+    st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), max_size=30))), max_size=8))
+def test_an_argument_error_never_repeats_a_url(parts):
+    """The model reads the error back as a tool result, and web_fetch admits URLs seen in the
+    conversation: a URL the model made up must not come back in it (hub/tools/arguments.py)."""
+    from hub.fetcher import urls_in_text
+    from hub.tools.arguments import message
+
+    received = " ".join(parts)
+    assert urls_in_text(message("web_fetch", "call_1", "arguments must be a JSON object", received)) == []

@@ -96,12 +96,18 @@ def _preview(text: str) -> str:
     return f"{text[:_PREVIEW_HEAD]} ... {text[-_PREVIEW_TAIL:]} ({len(text)} characters)"
 
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
+
+
 def message(tool_name: str, call_id: str, problem: str, received: str) -> str:
+    """What the model reads back. URLs in what it sent are not repeated: text in the conversation is
+    what web_fetch's prior-context rule admits URLs from (hub/fetcher/policy.py), so echoing a URL
+    the model made up would let its next call fetch it."""
     where = tool_name or "tool"
     if call_id:
         where += f" call {call_id}"
     return (
-        f"{where}: {problem}. Received: `{_preview(received)}`. "
+        f"{where}: {problem}. Received: `{_URL.sub('<a URL>', _preview(received))}`. "
         'Send the arguments as one complete JSON object, for example {"query": "your search terms"}.'
     )
 
