@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import logging
 import os
+import signal
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from types import FrameType
 
 import msgspec
 from starlette.applications import Starlette
@@ -15,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.server import Server as UvicornServer
 
 from hub import config as cfgmod
 from hub import metrics
@@ -28,7 +33,17 @@ from hub.trace import Trace, client_family, ms
 
 from . import admin, chat, messages, responses, search
 from .admin import is_admin_path
-from .common import TRACE_SCOPE_KEY, headers_of, new_request_id, request_id_var, runtime
+from .common import (
+    SHUTTING_DOWN,
+    STREAM_SCOPE_KEY,
+    TRACE_SCOPE_KEY,
+    headers_of,
+    new_request_id,
+    openai_error,
+    request_id_var,
+    runtime,
+    shutting_down,
+)
 from .mcp import McpEndpoint
 
 log = logging.getLogger("searchhub.http")
@@ -78,9 +93,12 @@ class GatewayMiddleware:
             await send(message)
 
         model_call = scope["method"] == "POST" and (path.startswith("/v1/") or path.startswith("/anthropic/"))
-        gateway: Gateway = scope["app"].state.gateway
+        app_state = scope["app"].state
+        gateway: Gateway = app_state.gateway
+        drain: Drain = app_state.drain
         shared = gateway.runtime.shared if gateway.runtime else None
         key: ApiKey | None = None
+        entry: _InFlight | None = None
         try:
             keys = gateway.runtime.config.server.api_keys if gateway.runtime else ()
             if keys and path not in _OPEN_PATHS and not is_admin_path(path):
@@ -88,13 +106,27 @@ class GatewayMiddleware:
                 if key is None:
                     await _unauthorized(path, send_with_id)
                     return
+            if path not in _OPEN_PATHS:
+                if model_call and drain.draining:  # the process is going away: a retry goes elsewhere
+                    await _shutting_down(path)(scope, receive, send_with_id)
+                    return
+                entry = drain.enter(scope, status_box, model_call)
             state = scope.setdefault("state", {})
             state["api_key"] = key
             state["search_bill"] = bill
             if model_call and shared is not None:
                 trace = _start_trace(shared, scope, rid, path, key)
-            await self.app(scope, receive, send_with_id)
+            try:
+                await self.app(scope, receive, send_with_id)
+            except asyncio.CancelledError:
+                # Drain cut a model request that had not answered yet at the end of the grace (and
+                # nobody else cancelled it): the 503 a retry takes elsewhere, not a dropped connection
+                if entry is None or not entry.cut or status_box[0] or asyncio.current_task().uncancel():
+                    raise
+                await _shutting_down(path)(scope, receive, send_with_id)
         finally:
+            if entry is not None:
+                drain.leave(entry)
             if path.startswith("/v1/") or path.startswith("/anthropic/") or path == "/mcp":
                 endpoint = path.rsplit("/", 1)[-1] if not path.startswith("/v1/responses/") else "responses/{id}"
                 metrics.child(metrics.REQUESTS, endpoint, str(status_box[0])).inc()
@@ -174,7 +206,11 @@ async def _unauthorized(path: str, send: Send) -> None:
 
 async def health(request: Request) -> Response:
     """200 whether or not the upstreams can be reached (`status` says it): a load balancer must not
-    take every replica out at once because the model servers behind them are down."""
+    take every replica out at once because the model servers behind them are down. 503 "draining"
+    from the shutdown signal on (Drain), at once: this process is going away."""
+    drain: Drain = request.app.state.drain
+    if drain.draining:
+        return JSONResponse(drain.report(), status_code=503)
     gw: Gateway = request.app.state.gateway
     rt = runtime(request)
     cfg = rt.config
@@ -284,8 +320,174 @@ def _endpoint_app(endpoint) -> ASGIApp:
     return app
 
 
+def _shutting_down(path: str) -> Response:
+    """A model request the graceful shutdown turns away or cuts short: 503 in the protocol's shape
+    (529 overloaded_error on Anthropic's), with retry-after, and the connection closed after it so
+    that a proxy's next request takes a new connection, to another replica."""
+    err = shutting_down()
+    response = messages.anthropic_error(err) if _is_anthropic_path(path) else openai_error(err)
+    response.headers["x-should-retry"] = "true"
+    response.headers["connection"] = "close"
+    return response
+
+
+CUT_MARGIN_S = 0.5  # requests still running this long before the grace ends are ended (at most half the grace)
+_SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _InFlight:
+    """One request in flight, as Drain sees it."""
+
+    __slots__ = ("task", "scope", "status", "model_call", "cut")
+
+    def __init__(self, task: asyncio.Task | None, scope: Scope, status: list[int], model_call: bool) -> None:
+        self.task, self.scope, self.status, self.model_call = task, scope, status, model_call
+        self.cut = False  # Drain cancelled it before it answered
+
+
+class Drain:
+    """The graceful shutdown (docs/deployment.md, "Graceful shutdown"). Uvicorn's own, on SIGTERM,
+    closes every connection it can at once and, when `timeout_graceful_shutdown` ends, cancels what
+    still runs: a stream is then a dropped connection, which the SDKs report as a connection error.
+
+    This stands in front of uvicorn's signal handlers (installed around the app's life, so the
+    lifespan finds them). On the first SIGTERM or SIGINT the process drains: the listening socket
+    closes (new connections are refused), /health answers 503 "draining" and new model requests a
+    protocol-shaped 503 on the connections already open, and the requests in flight run on. When
+    none is left, or `CUT_MARGIN_S` before `server.shutdownGraceMs` ends, each stream still open
+    ends with its protocol's error event (EventStream.interrupt) and each model request that has
+    not answered gets the 503; then uvicorn's shutdown runs with what is left of the grace. A second
+    signal cuts at once."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.draining = False
+        self.since: float | None = None  # when the signal came (epoch seconds)
+        self.grace_s = 0.0
+        self.requests: set[_InFlight] = set()  # every request but /health and /metrics
+        self._server: UvicornServer | None = None
+        self._handlers: dict[int, Callable[[int, FrameType | None], None]] = {}  # uvicorn's, by signal
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed: asyncio.Event | None = None  # set when the last request left
+        self._hurry = False
+        self._handed_over = False
+        self._task: asyncio.Task | None = None
+
+    # --- requests -------------------------------------------------------------------------------
+
+    def enter(self, scope: Scope, status: list[int], model_call: bool) -> _InFlight:
+        entry = _InFlight(asyncio.current_task(), scope, status, model_call)
+        self.requests.add(entry)
+        return entry
+
+    def leave(self, entry: _InFlight) -> None:
+        self.requests.discard(entry)
+        if not self.requests and self._changed is not None:
+            self._changed.set()
+
+    def report(self) -> dict:
+        return {"status": "draining",
+                "reasons": ["the process is shutting down: new requests go to another replica"],
+                "pid": os.getpid(),
+                "draining": {"since": self.since, "graceMs": round(self.grace_s * 1000),
+                             "requestsInFlight": len(self.requests)}}
+
+    # --- signals --------------------------------------------------------------------------------
+
+    def install(self) -> None:
+        """Stand in front of uvicorn's handlers for SIGTERM and SIGINT (signals reach the main
+        thread only; a server run some other way keeps its own behaviour)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in _SHUTDOWN_SIGNALS:
+            handler = signal.getsignal(sig)
+            server = getattr(handler, "__self__", None)
+            if isinstance(server, UvicornServer) and callable(handler):
+                self._server = server
+                self._handlers[sig] = handler
+                signal.signal(sig, self._signalled)
+        if self._handlers:
+            self._loop = asyncio.get_running_loop()
+
+    def uninstall(self) -> None:
+        for sig, handler in self._handlers.items():
+            if signal.getsignal(sig) == self._signalled:
+                signal.signal(sig, handler)
+
+    def _signalled(self, sig: int, frame: FrameType | None) -> None:
+        """The signal handler: runs in the main thread between two bytecodes, so it only sets flags
+        and hands the work to the event loop."""
+        assert self._loop is not None
+        if not self.draining:
+            self.draining = True  # /health and new model requests see it at once
+            self.since = time.time()
+            self._loop.call_soon_threadsafe(self._begin, sig)
+        elif not self._handed_over:
+            self._hurry = True
+            self._loop.call_soon_threadsafe(self._wake)
+        else:  # uvicorn's shutdown runs: its handler decides (a further SIGINT forces the exit)
+            self._handlers[sig](sig, frame)
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
+    def _begin(self, sig: int) -> None:
+        self._changed = asyncio.Event()
+        self._task = asyncio.ensure_future(self._run(sig))
+
+    async def _run(self, sig: int) -> None:
+        loop = asyncio.get_running_loop()
+        end = loop.time()
+        try:
+            rt = self.gateway.runtime
+            self.grace_s = rt.config.server.shutdown_grace_s if rt is not None else 0.0
+            end += self.grace_s
+            for server in getattr(self._server, "servers", ()):
+                server.close()  # stop listening: new connections are refused, open ones are served
+            log.info("%s: draining %d request(s) for at most %d ms; new connections are refused",
+                     signal.Signals(sig).name, len(self.requests), round(self.grace_s * 1000))
+            await self._settle(end - min(CUT_MARGIN_S, self.grace_s / 2))
+            if self.requests:
+                self._cut()
+                await self._settle(end)
+        finally:  # whatever happened above, uvicorn's shutdown runs
+            # (it closes the connections, waits, cancels what is left and ends the lifespan) with
+            # what is left of the grace
+            assert self._server is not None
+            self._server.config.timeout_graceful_shutdown = max(0.0, end - loop.time())  # type: ignore[assignment]
+            self._handed_over = True
+            self._handlers[sig](sig, None)
+
+    async def _settle(self, until: float) -> None:
+        """Until no request is in flight, a second signal, or the loop's time `until`."""
+        assert self._changed is not None
+        loop = asyncio.get_running_loop()
+        while self.requests and not self._hurry and (left := until - loop.time()) > 0:
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+
+    def _cut(self) -> None:
+        """End what still runs: streams with their protocol's error event, model requests that have
+        not answered with the 503 (the middleware answers it); the rest is uvicorn's to cut."""
+        streams = waiting = 0
+        for entry in list(self.requests):
+            stream = entry.scope.get(STREAM_SCOPE_KEY)
+            if stream is not None:
+                stream.interrupt(SHUTTING_DOWN)
+                streams += 1
+            elif entry.model_call and not entry.status[0] and entry.task is not None:
+                entry.cut = True
+                entry.task.cancel()
+                waiting += 1
+        log.warning("the shutdown grace ends: %d stream(s) end with their protocol's error event, %d request(s) "
+                    "get 503", streams, waiting)
+
+
 def create_app(config_path: str, config: cfgmod.Config | None = None) -> GatewayApp:
     gateway = Gateway(config_path, config)
+    drain = Drain(gateway)
     mcp = McpEndpoint(gateway)
 
     @contextlib.asynccontextmanager
@@ -300,10 +502,12 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Gateway
         # older objects too (traces, caches) -- 6-7 % of the CPU under load. 10,000 still collects
         # a request's cyclic garbage within a few requests (bench/README.md, "History").
         gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
+        drain.install()
         try:
             async with mcp.running():
                 yield
         finally:
+            drain.uninstall()
             await gateway.stop()
             metrics.process_exit()
 
@@ -321,5 +525,6 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Gateway
     app = GatewayApp(routes=routes, lifespan=lifespan, exception_handlers={
         404: _http_error, 405: _http_error, Exception: _internal_error})
     app.state.gateway = gateway
+    app.state.drain = drain
     app.add_middleware(GatewayMiddleware)
     return app

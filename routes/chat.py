@@ -23,6 +23,7 @@ from .common import (
     options,
     read_json,
     runtime,
+    shutting_down,
 )
 
 log = logging.getLogger("searchhub.chat")
@@ -41,9 +42,9 @@ async def chat_completions(request: Request) -> Response:
         if stream:
             items = await rt.pipeline.stream(body, opts)
             if isinstance(items, Frames):  # a plain relay: its bytes go out as they are
-                return RelayStream(items.it, headers=SSE_HEADERS)
+                return RelayStream(items.it, headers=SSE_HEADERS, interrupted=interrupted)
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return EventStream(encode_stream(items, include_usage), headers=SSE_HEADERS)
+            return EventStream(encode_stream(items, include_usage), headers=SSE_HEADERS, interrupted=interrupted)
         outcome = await cancel_on_disconnect(request, rt.pipeline.complete(body, opts))
         return Response(_encode(outcome.response), media_type="application/json")
     except Exception as e:  # every failure answers in OpenAI's error shape
@@ -69,6 +70,12 @@ class RelayStream(EventStream):
             return False
         await send({"type": "http.response.body", "body": DONE, "more_body": False})
         return True
+
+
+def interrupted(message: str) -> bytes:
+    """A stream cut short by the graceful shutdown (EventStream.interrupt): the error chunk a stream
+    that breaks ends with (`_stream_failed`), and no [DONE]."""
+    return openai_stream_error(shutting_down(message))
 
 
 def _stream_failed(e: Exception) -> bytes:

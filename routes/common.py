@@ -236,20 +236,47 @@ def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> Awaitable[T]:
     return until_disconnect(request.receive, work)
 
 
+STREAM_SCOPE_KEY = "searchhub.stream"  # the request's EventStream once it runs (routes/app.py, Drain)
+SHUTTING_DOWN = "the gateway is shutting down; retry the request"
+
+
+def shutting_down(message: str = SHUTTING_DOWN) -> GatewayError:
+    """What the graceful shutdown (routes/app.py, `Drain`) answers a request it turns away or cuts
+    short with: a 503 the SDKs retry (Anthropic's shape makes it 529 overloaded_error)."""
+    return GatewayError(message, status=503, type="server_error", code="shutting_down",
+                        headers={"retry-after": "1"})
+
+
 class EventStream(Response):
     """A `text/event-stream` answer, each item of `chunks` written as it comes. A client that goes
     away stops it, which closes `chunks` (and with them the upstream stream). Starlette's
     StreamingResponse does the same with a task group and two tasks per stream; this runs in the
-    request's task, with a watcher only for streams that last (until_disconnect)."""
+    request's task, with a watcher only for streams that last (until_disconnect). `interrupt` ends
+    it early with its protocol's error event (the graceful shutdown, routes/app.py `Drain`)."""
 
     media_type = "text/event-stream"
 
     def __init__(self, chunks: AsyncIterator[bytes], headers: Mapping[str, str] | None = None,
-                 status_code: int = 200) -> None:
+                 status_code: int = 200, *, interrupted: Callable[[str], bytes] | None = None) -> None:
         self.chunks = chunks
         self.status_code = status_code
         self.background = None
         self.init_headers(headers)
+        # The protocol's error event for a stream cut short from outside (`interrupt`), made from
+        # what its encoder has sent; None: the body just ends.
+        self.interrupted = interrupted
+        self._task: asyncio.Task | None = None  # the request's task while the stream runs
+        self._interrupt: str | None = None
+
+    def interrupt(self, message: str) -> None:
+        """End the stream with its protocol's error event saying `message` (the graceful shutdown,
+        routes/app.py `Drain`), instead of the connection being dropped: the request's task is
+        cancelled, so the producer unwinds as for a client that hung up (the upstream stream is
+        closed, its concurrency slot released), and `interrupted(message)` is the last write."""
+        task = self._task
+        if task is not None and self._interrupt is None:
+            self._interrupt = message
+            task.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
@@ -260,14 +287,30 @@ class EventStream(Response):
                 started = True
                 await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
 
+        task = self._task = asyncio.current_task()
+        scope[STREAM_SCOPE_KEY] = self  # where the graceful shutdown finds the open streams
+        cut = False
         try:
             ended = await until_disconnect(receive, self._pump(send, start))
         except ClientGone:
             return
+        except asyncio.CancelledError:
+            # Only interrupt()'s cancellation ends the stream with its error event; with another
+            # one as well (the server cancelling the task at the end of the grace) it stays cancelled.
+            if self._interrupt is None or task is None or task.uncancel() > 0:
+                raise
+            cut = True
         finally:
+            self._task = None  # nothing to interrupt from here on
             aclose = getattr(self.chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
+        if cut:  # the producer has unwound: the protocol's error event ends the body
+            assert self._interrupt is not None
+            tail = self.interrupted(self._interrupt) if self.interrupted is not None else b""
+            await start()
+            await send({"type": "http.response.body", "body": tail, "more_body": False})
+            return
         if not ended:
             await start()
             await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -55,6 +55,7 @@ _ERROR_TYPES = {
     404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 504: "timeout_error",
     529: "overloaded_error",
 }
+SHUTDOWN_ERROR = "overloaded_error"  # a stream the graceful shutdown cuts short (its 503 is a 529 here)
 _CONTEXT_MAX = re.compile(r"maximum context length is (\d+) tokens", re.I)
 _CONTEXT_INPUT = re.compile(r"(?:request has|you requested) (\d+) (?:input )?tokens", re.I)
 _CONTEXT_SPLIT = re.compile(r"(\d+) in the messages, (\d+) in the completion", re.I)
@@ -143,7 +144,8 @@ def _json(message: dict) -> Response:
 def _sse(items: AsyncGenerator, ctx: MessagesContext, input_tokens: int) -> EventStream:
     encoder = MessagesStream(ctx, input_tokens=input_tokens)
     return EventStream(_encode_stream(items, encoder),
-                       headers={**SSE_HEADERS, "request-id": request_id_var.get()})
+                       headers={**SSE_HEADERS, "request-id": request_id_var.get()},
+                       interrupted=lambda message: encoder.interrupted(SHUTDOWN_ERROR, message))
 
 
 async def _encode_stream(items: AsyncGenerator, encoder: MessagesStream) -> AsyncIterator[bytes]:
@@ -199,8 +201,11 @@ async def _passthrough(request: Request, rt: Runtime, body: dict, resolution: Re
         raise
     if isinstance(result, dict):
         return _json(result)
+    # A stream the graceful shutdown cuts short ends with the `error` event; the blank line first
+    # ends an event the provider's bytes left open (a whole line at a time, passthrough._ended).
     return EventStream(result,
-                       headers={**SSE_HEADERS, "request-id": request_id_var.get()})
+                       headers={**SSE_HEADERS, "request-id": request_id_var.get()},
+                       interrupted=lambda message: b"\n" + error_event(SHUTDOWN_ERROR, message))
 
 
 async def _routed(request: Request, rt: Runtime, body: dict, path: str) -> tuple[str, Response | None]:

@@ -64,12 +64,18 @@ def _thinking(body: dict) -> bool:
 async def _passthrough(rt: Runtime, body: dict, resolution: Resolution) -> Response:
     """A commercial OpenAI target: the request goes through untouched (hub/backends/passthrough.py)."""
     stream = body.get("stream") is True
-    fwd = passthrough.Forward("/responses", stream, broken=lambda message: sse(
-        {"type": "error", "sequence_number": 0, "code": "server_error", "message": message, "param": None}))
+    fwd = passthrough.Forward("/responses", stream, broken=_broken)
     result = await passthrough.forward(rt.client, rt.dispatcher, resolution, body, fwd)
     if isinstance(result, dict):
         return _json(result)
-    return EventStream(result, headers=SSE_HEADERS)
+    # A stream the graceful shutdown cuts short ends like a broken one; the blank line first ends
+    # an event the provider's bytes left open (they go out a whole line at a time, passthrough._ended).
+    return EventStream(result, headers=SSE_HEADERS, interrupted=lambda message: b"\n" + _broken(message))
+
+
+def _broken(message: str) -> bytes:
+    """The `error` event a pass-through stream that breaks after it started ends with."""
+    return sse({"type": "error", "sequence_number": 0, "code": "server_error", "message": message, "param": None})
 
 
 # --- endpoints ---------------------------------------------------------------------------------------
@@ -85,9 +91,15 @@ def _describe(exc: BaseException) -> tuple[str, str]:
     return ("rate_limit_exceeded" if err.status == 429 else "server_error"), err.message
 
 
-async def _events(rt: Runtime, ctx: ResponsesContext, items: AsyncGenerator) -> AsyncIterator[bytes]:
+def _stream(rt: Runtime, ctx: ResponsesContext, items: AsyncGenerator) -> EventStream:
+    """The Responses SSE answer; cut short by the graceful shutdown, it ends with `response.failed`."""
     encoder = ResponsesStream(ctx)
+    return EventStream(_events(rt, ctx, items, encoder), headers=SSE_HEADERS,
+                       interrupted=encoder.interrupted)
 
+
+async def _events(rt: Runtime, ctx: ResponsesContext, items: AsyncGenerator,
+                  encoder: ResponsesStream) -> AsyncIterator[bytes]:
     async def before_end(response: dict) -> None:
         if ctx.store and response["status"] != "failed":
             await stored_responses.save(rt.store, rt.config.responses_ttl_s, response, ctx)
@@ -114,7 +126,7 @@ async def create_response(request: Request) -> Response:
             opts.force_call = True
         if ctx.stream:
             items = await rt.pipeline.stream(chat, opts)
-            return EventStream(_events(rt, ctx, items), headers=SSE_HEADERS)
+            return _stream(rt, ctx, items)
         outcome = await cancel_on_disconnect(request, rt.pipeline.complete(chat, opts))
         response = from_chat(outcome, ctx, response_id=new_id("resp"))
         if ctx.store:

@@ -107,6 +107,11 @@ class MessagesStream:
         self._done = True
         return self.start() + error_event(error_type, message)
 
+    def interrupted(self, error_type: str, message: str) -> bytes:
+        """The stream was cut short from outside (the gateway shutting down): `fail`'s `error`
+        event, or nothing when the stream has ended already."""
+        return b"" if self._done else self.fail(error_type, message)
+
     # --- items ----------------------------------------------------------------------------------
 
     def feed(self, item: object) -> bytes:

@@ -105,6 +105,7 @@ class ResponsesStream:
         self._text_total = 0
         self._finish_reason: str | None = None
         self._usage: Any = None
+        self._unsent: list[dict] | None = None  # the final events, while `before_end` runs before they go out
 
     # --- driving ---------------------------------------------------------------------------------
 
@@ -132,7 +133,9 @@ class ResponsesStream:
             else:
                 final = self.finish()
             if before_end is not None and self.response is not None:
+                self._unsent = final
                 await before_end(self.response)
+                self._unsent = None
             for event in final:
                 yield sse(event)
         finally:
@@ -181,13 +184,34 @@ class ResponsesStream:
         events = self.start()
         events += self._close_open("incomplete")
         events += self._close_searches()
+        events.append(self._failed(message, code))
+        return events
+
+    def interrupted(self, message: str, code: str = "server_error") -> bytes:
+        """The SSE bytes that end a stream cut short from outside (the gateway shutting down, while
+        `encode` waits for its items): `fail`'s events, or nothing when the terminal event went out.
+        Cut while `before_end` stored a finished response, the response ends failed instead of
+        completed (it may not have been stored), after the item events `finish` made."""
+        unsent, self._unsent = self._unsent, None
+        if unsent is not None:
+            events = unsent
+            if unsent[-1]["type"] != "response.failed":  # response.failed takes response.completed's place
+                self._seq = unsent[-1]["sequence_number"]
+                events = [*unsent[:-1], self._failed(message, code)]
+        elif self.response is None:
+            events = self.fail(message, code)
+        else:
+            return b""
+        return b"".join([sse(event) for event in events])
+
+    def _failed(self, message: str, code: str) -> dict:
+        """`response.failed`, carrying the Response as it stands."""
         self.response = response_object(
             self.ctx, self.response_id, self.created_at, status="failed", output=list(self.output),
             usage=usage_from_chat(self._usage) if self._usage is not None else None,
             error={"code": code, "message": message},
         )
-        events.append(self._event("response.failed", response=self.response))
-        return events
+        return self._event("response.failed", response=self.response)
 
     # --- plumbing --------------------------------------------------------------------------------
 
