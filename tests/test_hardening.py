@@ -113,7 +113,9 @@ def _stream_in_thread(url: str, out: dict, first_chunk: threading.Event) -> thre
                         out["done"] = True
                     elif line.startswith("data: "):
                         chunk = json.loads(line[6:])
-                        if chunk["choices"]:
+                        if "error" in chunk:  # the gateway's error event at the end of the grace
+                            out["error_event"] = chunk["error"].get("code")
+                        elif chunk["choices"]:
                             text.append(chunk["choices"][0]["delta"].get("content") or "")
                             first_chunk.set()
         except httpx.HTTPError as e:
@@ -144,6 +146,7 @@ def test_sigterm_stops_accepting_and_finishes_the_stream(serve, fake_model) -> N
     assert gw.proc.poll() is None, "exited with a stream in flight"
     t.join(10)
     assert out.get("status") == 200 and out.get("done") is True and "error" not in out
+    assert "error_event" not in out
     assert out["text"] == words
     assert gw.proc.wait(10) in (0, -signal.SIGTERM)
     assert time.monotonic() - started < 5
@@ -163,6 +166,7 @@ def test_shutdown_grace_bounds_a_stream_that_does_not_end(serve, fake_model) -> 
     assert time.monotonic() - started < 3
     t.join(10)
     assert not out.get("done")  # cut at the grace deadline, not waited for
+    assert out.get("error_event") == "shutting_down"  # with chat's error event, not a dropped connection
 
 
 def test_workers_share_the_port(serve, fake_model) -> None:
