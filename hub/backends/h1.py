@@ -11,8 +11,10 @@ and its failures are exceptions that hub/backends/http.py (`_transport_error`) a
 (`mapped_error`) map like aiohttp's.
 
 What it keeps of a production client:
-  * keep-alive pooling per origin, at most `max_connections` open in all, an idle connection
-    dropped after `keepalive_s` (transport.py, KEEPALIVE_S);
+  * keep-alive pooling per origin, at most `max_connections` open in all; an idle connection is
+    closed `keepalive_s` after its last answer (4 s, transport.py's KEEPALIVE_S) whether or not
+    anything else is sent: one timer per client, due when the oldest idle connection runs out
+    (`H1Client._sweep`), so a burst's connections close 4 s after it and none stays open for good;
   * a request that meets a reused connection the server closed before the answer began goes once
     more on a new connection (transport.py, `_retry_stale`: the same rule);
   * `connect_s` bounds opening a connection, `read_s` every wait for bytes (httpx's and aiohttp's
@@ -438,12 +440,14 @@ class H1Client:
 
     def __init__(self, *, max_connections: int = 1000, keepalive_s: float = 4.0) -> None:
         self.max_connections = max_connections
-        self.keepalive_s = keepalive_s
+        self.keepalive_s = keepalive_s  # the gateway passes transport.py's KEEPALIVE_S
         self.loop = asyncio.get_running_loop()
+        # per origin, oldest first: a connection is appended when it goes idle and reused from the end
         self._idle_conns: dict[tuple[str, int], list[_Conn]] = {}
         self._open: set[_Conn] = set()
         self._waiters: deque[asyncio.Future] = deque()
         self._closing = False
+        self._sweeper: asyncio.TimerHandle | None = None  # armed while a connection may be idle
 
     # -------------------------------------------------------------- pool
 
@@ -451,14 +455,46 @@ class H1Client:
         if self._closing:
             conn.discard()
             return
-        conn.idle_since = self.loop.time()
+        conn.idle_since = now = self.loop.time()
         conns = self._idle_conns.get(conn.key)
         if conns is None:
             conns = self._idle_conns[conn.key] = []
         conns.append(conn)
-        if conns[0].idle_since + self.keepalive_s < conn.idle_since:  # the oldest has idled out
-            conns.pop(0).discard()
+        if self._sweeper is None:  # an armed sweep is due no later than this connection's end
+            self._sweeper = self.loop.call_at(now + self.keepalive_s, self._sweep)
         self._wake_one()
+
+    def _sweep(self) -> None:
+        """The idle clock: one timer per client, due when the oldest idle connection idles out. It
+        closes every connection idle for `keepalive_s` and re-arms for the oldest one left; with
+        none left it stays off until a connection goes idle again (`_idle` arms it). Taking a
+        connection from the pool leaves it armed: it then wakes early, finds nothing to close and
+        re-arms. No traffic needed, so a burst's connections close `keepalive_s` after it."""
+        self._sweeper = None
+        if self._closing:
+            return
+        now = self.loop.time()
+        deadline = now - self.keepalive_s + 0.001  # a timer may fire up to a clock tick (1 ms on uvloop) early
+        due: float | None = None
+        for key, conns in list(self._idle_conns.items()):
+            n = 0
+            for conn in conns:  # oldest first: the idled-out ones are a prefix
+                if conn.idle_since > deadline:
+                    break
+                n += 1
+            if n:
+                expired = conns[:n]
+                del conns[:n]
+                for conn in expired:
+                    conn.discard()
+            if conns:
+                first = conns[0].idle_since
+                if due is None or first < due:
+                    due = first
+            elif self._idle_conns.get(key) is conns:
+                del self._idle_conns[key]
+        if due is not None and self._sweeper is None and not self._closing:
+            self._sweeper = self.loop.call_at(due + self.keepalive_s, self._sweep)
 
     def _gone(self, conn: _Conn) -> None:
         if conn in self._open:
@@ -555,6 +591,9 @@ class H1Client:
 
     async def aclose(self) -> None:
         self._closing = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for conn in list(self._open):
             conn.discard()
         self._idle_conns.clear()

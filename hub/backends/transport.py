@@ -79,7 +79,11 @@ def mapped_error(e: Exception) -> Exception:
 # most Python model servers) and Node close an idle connection, so we never reuse one the server is
 # closing (our idle clock starts after theirs). undici picks 4 s for the same reason; httpx's 5 s
 # equals the servers' and races them. Busy connections never idle out; a server or NAT that closes
-# sooner is covered by `_retry_stale`.
+# sooner is covered by `_retry_stale`. Idle connections are closed on a timer, with no further
+# traffic needed: the lean client's (hub/backends/h1.py, `H1Client._sweep`) closes each one
+# KEEPALIVE_S after its last answer; aiohttp's connectors (TLS, proxies) get it as
+# `keepalive_timeout`, which aiohttp enforces with a sweep every KEEPALIVE_S, so there between
+# KEEPALIVE_S and twice that. Read when a transport is made (a test may shorten it before).
 KEEPALIVE_S = 4.0
 
 
@@ -128,10 +132,10 @@ async def _retry_stale(req: aiohttp.ClientRequest, handler: aiohttp.ClientHandle
 
 
 class LeanAiohttpTransport(httpx.AsyncBaseTransport):
-    def __init__(self, *, max_connections: int = 1000, keepalive_s: float = KEEPALIVE_S,
+    def __init__(self, *, max_connections: int = 1000, keepalive_s: float | None = None,
                  proxies: ProxyPolicy | None = None) -> None:
         self._max_connections = max_connections
-        self._keepalive_s = keepalive_s
+        self._keepalive_s = KEEPALIVE_S if keepalive_s is None else keepalive_s  # every pool's idle time
         self._session: aiohttp.ClientSession | None = None
         self._timeouts: dict[tuple, aiohttp.ClientTimeout] = {}
         self._urls: dict[str, URL] = {}

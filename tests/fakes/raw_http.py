@@ -7,7 +7,8 @@ hang-ups exactly as a real server or a broken one sends them. For the lean clien
 sleeps that long, None closes the connection. After the list the connection waits for the next
 request. The list may be any iterable, a generator too: it is consumed as it is written, so an
 answer can be made up as the client takes it (`written` counts the bytes drained so far). Runs in
-its own thread (`start()`), or in the running loop (`await serve()`)."""
+its own thread (`start()`), or in the running loop (`await serve()`). `open_now` counts the
+connections accepted and not yet ended, `closed_at` when each one ended (either side closing it)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import asyncio
 import gzip
 import json
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -92,6 +94,7 @@ class RawUpstream:
     closed_by_client: int = 0
     written: int = 0  # answer bytes drained into the connections
     port: int = 0
+    closed_at: dict[int, float] = field(default_factory=dict)  # connection -> when it ended (time.monotonic)
 
     @property
     def url(self) -> str:
@@ -159,4 +162,5 @@ class RawUpstream:
             self.closed_by_client += 1
         finally:
             self.open_now -= 1
+            self.closed_at[me] = time.monotonic()
             writer.close()
