@@ -97,6 +97,15 @@ STATE_DEGRADED = Gauge(
     "searchhub_state_degraded", "1 while the shared-state store is unreachable (any worker).", registry=REGISTRY,
     multiprocess_mode="livemax",
 )
+STATE_OUTAGES = Counter(  # not searchhub_state_degraded_total: the gauge above owns that name's family
+    "searchhub_state_outages_total", "Times a process fell back to its own memory because the shared-state "
+    "store was unreachable (hub/store/resilient.py).", registry=REGISTRY,
+)
+STATE_LOST_WRITES = Counter(
+    "searchhub_state_lost_writes_total", "State writes (chains, stored responses, cache, counters, traces) kept "
+    "only in one process's memory because the shared-state store was unreachable: other replicas never see them.",
+    registry=REGISTRY,
+)
 
 # ---- what explains a search
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .base import Store, StoreBusy, StoreUnavailable
+from .base import Store, StoreBusy, StoreDown, StoreUnavailable
 from .memory import MemoryStore
 
-__all__ = ["MemoryStore", "Store", "StoreBusy", "StoreUnavailable", "open_store"]
+__all__ = ["MemoryStore", "Store", "StoreBusy", "StoreDown", "StoreUnavailable", "open_store"]
 
 
 def open_store(spec: dict | None) -> Store:
@@ -16,7 +16,8 @@ def open_store(spec: dict | None) -> Store:
         return MemoryStore()
     if backend == "redis":
         # Imported here so a memory-only deployment never loads the redis client.
-        from .redis import RedisStore
+        from .. import metrics
+        from .redis import DEFAULT_TIMEOUT_S, RedisStore
         from .resilient import ResilientStore
 
         url = spec.get("url")
@@ -25,9 +26,10 @@ def open_store(spec: dict | None) -> Store:
         primary = RedisStore(
             url,
             key_prefix=spec.get("keyPrefix", "searchhub:"),
-            timeout=spec.get("timeoutMs", 250) / 1000,
+            timeout=spec.get("timeoutMs", round(DEFAULT_TIMEOUT_S * 1000)) / 1000,
             max_connections=spec.get("maxConnections", 256),
             pool_timeout=spec.get("poolTimeoutMs", 5000) / 1000,
         )
-        return ResilientStore(primary, MemoryStore())
+        return ResilientStore(primary, MemoryStore(), on_outage=metrics.STATE_OUTAGES.inc,
+                              on_lost_write=metrics.STATE_LOST_WRITES.inc)
     raise ValueError(f"unknown state.backend {backend!r}: expected 'memory' or 'redis'")

@@ -15,6 +15,11 @@ class StoreBusy(StoreUnavailable):
     outage, so a resilient store answers this one call as unavailable but does not degrade."""
 
 
+class StoreDown(StoreUnavailable):
+    """The store refused or dropped fresh connections: the client already reconnected and retried, so
+    this is an answer about the store's health, unlike a timeout (which a busy process can cause)."""
+
+
 class Store(Protocol):
     """Bytes in, bytes out, every key with a TTL. Keys are namespaced by the caller."""
 
@@ -47,6 +52,10 @@ class Store(Protocol):
         The counter expires ttl seconds after it was created; later increments keep that expiry,
         so a counter per time window ends with its window. Counters live apart from get/set values.
         """
+        ...
+
+    async def ping(self) -> None:
+        """Raise StoreUnavailable unless the store answers within its deadline (a health check)."""
         ...
 
     async def close(self) -> None: ...

@@ -62,6 +62,9 @@ class MemoryStore:
         self._data[key] = (expires, str(value).encode())
         return value
 
+    async def ping(self) -> None:
+        return None  # in this process: always there
+
     async def close(self) -> None:
         self._data.clear()
 

@@ -10,7 +10,9 @@ so a rolling upgrade or downgrade degrades to cache misses instead of failing re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,12 +21,23 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, WatchError
 
-from .base import StoreBusy, StoreUnavailable, UpdateFn
+from .base import StoreBusy, StoreDown, StoreUnavailable, UpdateFn
 
 FORMAT_V1 = b"\x01"
+# The default of state.timeoutMs (hub/engines.schema.json, docs/configuration.md): a command's answer
+# includes the wait for this process's own event loop, which a loaded 2-core machine stretches past
+# 250 ms (docs/deployment.md, "When Redis goes away").
+DEFAULT_TIMEOUT_S = 1.0
+# redis-py's retries of a command that met a connection error (or a socket timeout): each retry runs on a
+# fresh connection, after 4, 8, then 16 ms, so a connection that died with a restarted Redis costs one
+# reconnect, and a Redis that refuses costs ~30 ms before the call fails; well within any deadline.
+RETRIES = 3
+BACKOFF = ExponentialBackoff(cap=0.05, base=0.002)
+DROP_EVERY_S = 0.1  # a burst of connection errors (every pooled connection died at once) drops the pool once
 # INCRBY and the window's expiry in one atomic step; the expiry is set only when the counter is new.
 _INCR = """
 local v = redis.call('INCRBY', KEYS[1], ARGV[1])
@@ -35,6 +48,27 @@ return v
 T = TypeVar("T")
 
 
+class _Retry(Retry):
+    """redis-py's Retry (ConnectionError and TimeoutError, exponential backoff); a connection error
+    also tells ``on_connection_error``, which drops the pool's idle connections: when one pooled
+    connection is dead (Redis restarted, a proxy cut them), the others are too."""
+
+    def __init__(self, on_connection_error: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(BACKOFF, RETRIES)
+        self._on_connection_error = on_connection_error
+
+    def __deepcopy__(self, memo: dict) -> _Retry:
+        return _Retry(self._on_connection_error)  # every connection copies its Retry; they share the hook
+
+    async def call_with_retry(self, do, fail, is_retryable=None, with_failure_count=False):  # type: ignore[override]
+        async def failed(error: Exception, *count: int) -> None:
+            await fail(error, *count)  # redis-py's own: disconnect this connection
+            if isinstance(error, RedisConnectionError):
+                await self._on_connection_error()
+
+        return await super().call_with_retry(do, failed, is_retryable, with_failure_count)
+
+
 @dataclass
 class _PendingUpdate:
     fn: UpdateFn
@@ -43,7 +77,8 @@ class _PendingUpdate:
 
 
 class RedisStore:
-    """Store on a Redis server; every command answers or raises StoreUnavailable within ``timeout``.
+    """Store on a Redis server; every command answers or raises StoreUnavailable within ``timeout``
+    (StoreDown when Redis refused or dropped the connection even after redis-py's retries).
 
     The wait for one of the ``max_connections`` connections is not part of a command's time: under
     load, calls queue for a connection up to ``pool_timeout`` (then StoreBusy, which says this
@@ -57,7 +92,7 @@ class RedisStore:
         url: str,
         *,
         key_prefix: str = "searchhub:",
-        timeout: float = 0.25,
+        timeout: float = DEFAULT_TIMEOUT_S,
         max_connections: int = 256,
         pool_timeout: float = 5.0,
         max_update_attempts: int = 16,
@@ -72,15 +107,19 @@ class RedisStore:
         # pool's own wait (bounded too, for abandoned calls still cleaning up) stays empty.
         self._slots = asyncio.Semaphore(max_connections)
         self._busy = 0
-        # redis-py's own retries would multiply the time a dead server costs; our
-        # callers have a fallback, so one bounded attempt is what they want.
+        # redis-py retries a command that met a dead connection on a fresh one (RETRIES, BACKOFF), and the
+        # first connection error drops the pool's idle connections, so after a Redis restart no command
+        # fails on a connection the old server left behind. The whole call stays bounded by ``timeout``
+        # (_bounded), so the retries never stretch the time a dead or hung server costs a caller.
+        self._dropped_at = float("-inf")
+        self._pool_drops = 0
         self._pool = BlockingConnectionPool.from_url(
             url,
             max_connections=max_connections,
             timeout=pool_timeout,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
+            retry=_Retry(self._drop_idle_connections),
         )
         self._redis = Redis(connection_pool=self._pool)
         self._incr = self._redis.register_script(_INCR)
@@ -147,6 +186,10 @@ class RedisStore:
         # The writer queues for a connection like any call, then runs against the command timeout.
         return await self._bounded(pending.done, self._pool_timeout + self._timeout)
 
+    async def ping(self) -> None:
+        """PING within ``timeout``: the resilient store's health check."""
+        await self._command(lambda: self._redis.ping())
+
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
@@ -166,6 +209,8 @@ class RedisStore:
             "max_connections": self._max_connections,
             "pool_timeout_ms": round(self._pool_timeout * 1000),
             "busy": self._busy,
+            "retries": RETRIES,
+            "pool_drops": self._pool_drops,
             "update_conflicts": self._update_conflicts,
             "format_errors": self._format_errors,
         }
@@ -273,7 +318,7 @@ class RedisStore:
         try:
             result = task.result()
         except (RedisError, OSError) as exc:  # OSError covers TimeoutError, refused, reset
-            raise self._failed(f"{type(exc).__name__}: {exc}") from exc
+            raise self._failed(f"{type(exc).__name__}: {exc}", down=_refused(exc)) from exc
         self._ok = True
         return result
 
@@ -298,13 +343,25 @@ class RedisStore:
         if not task.cancelled():
             task.exception()  # mark retrieved: the caller already got StoreUnavailable
 
-    def _failed(self, message: str) -> StoreUnavailable:
+    async def _drop_idle_connections(self) -> None:
+        """Disconnect every idle pooled connection (redis-py's ConnectionPool.disconnect), so the next
+        command opens a fresh one. Connections in use are left to their command: one on a dead
+        connection fails and is retried on a fresh one, one on a live connection is not cut."""
+        now = time.monotonic()
+        if now - self._dropped_at < DROP_EVERY_S:
+            return
+        self._dropped_at = now
+        self._pool_drops += 1
+        with contextlib.suppress(Exception):  # closing a dead socket may complain; it is closed all the same
+            await self._pool.disconnect(inuse_connections=False)
+
+    def _failed(self, message: str, *, down: bool = False) -> StoreUnavailable:
         for secret in self._secrets:
             message = message.replace(secret, "***")
         self._ok = False
         self._errors += 1
         self._last_error = message
-        return StoreUnavailable(f"redis {self._safe_url}: {message}")
+        return (StoreDown if down else StoreUnavailable)(f"redis {self._safe_url}: {message}")
 
     def _decode(self, raw: bytes | None) -> bytes | None:
         if raw is None:
@@ -313,6 +370,13 @@ class RedisStore:
             return raw[1:]
         self._format_errors += 1
         return None
+
+
+def _refused(exc: BaseException) -> bool:
+    """Redis refused or dropped the connection (after redis-py's retries), as opposed to a timeout."""
+    if isinstance(exc, RedisConnectionError):
+        return True
+    return isinstance(exc, OSError) and not isinstance(exc, TimeoutError)
 
 
 def _ms(ttl: float) -> int:

@@ -85,6 +85,18 @@ class RedisServer:
         self.stop()
         self.start()
 
+    def kill(self) -> None:
+        """SIGKILL, like the OOM killer or a crashed host: no clean close, the kernel resets the connections.
+        ``start()`` brings a new, empty server up on the same port."""
+        if self._proc is None:
+            return
+        self._proc.kill()
+        self._proc.wait(5)
+        self._proc = None
+
+    def answers_ping(self) -> bool:
+        return self._answers_ping()
+
     def pause(self) -> None:
         """Freeze the process: connections still open (the kernel accepts them), nothing answers."""
         assert self._proc is not None
