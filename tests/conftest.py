@@ -13,6 +13,7 @@ import pytest
 from routes.app import create_app
 
 from .fakes.model import FakeModel
+from .fakes.raw_http import RawUpstream
 from .fakes.redis_server import RedisServer
 from .fakes.server import ServerThread
 from .fakes.web import FakeWeb
@@ -175,3 +176,18 @@ def site(_fake_web_server: FakeWeb) -> FakeWeb:
     _fake_web_server.reset()
     return _fake_web_server
 
+
+@pytest.fixture
+def raw():
+    """raw(answer) -> a started RawUpstream (tests/fakes/raw_http.py) speaking exactly those bytes;
+    every one started is stopped after the test."""
+    started: list[RawUpstream] = []
+
+    def make(answer) -> RawUpstream:
+        up = RawUpstream(answer).start()
+        started.append(up)
+        return up
+
+    yield make
+    for up in started:
+        up.stop()

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +24,8 @@ from hub.store.memory import MemoryStore
 
 from .fakes.redis_server import RedisServer, RedisServerMissing, free_port  # noqa: F401 - for the tests: a port nothing listens on
 from .fakes.search_providers import KEYS
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def base_config(model_url: str, **overrides) -> dict:
@@ -74,3 +83,40 @@ def as_reads(items: list, cuts: list[int]) -> list:
         else:
             out.append([item] if isinstance(item, dict) else item)
     return out
+
+
+class ServeProcess:
+    """`searchhub serve` as a process with the test's config, its stderr read line by line in a thread
+    (for what only a real process shows: its log lines, signals)."""
+
+    def __init__(self, tmp_path: Path, cfg: dict, log_format: str = "json") -> None:
+        path = tmp_path / "engines.json"
+        path.write_text(json.dumps(cfg))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if k not in ("SEARCHHUB_CONFIG", "SEARCHHUB_LOG_FORMAT")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "routes", "serve", "--config", str(path), "--port", str(self.port),
+             "--log-format", log_format],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True)
+        self.reader.start()
+
+    def wait_for(self, text: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.lines):
+            assert time.monotonic() < deadline and self.proc.poll() is None, "".join(self.lines)
+            time.sleep(0.05)
+
+    def stop(self) -> list[str]:
+        """SIGTERM (a graceful shutdown), then every line it wrote."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(20)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.reader.join(10)
+        return self.lines

@@ -6,56 +6,15 @@ one result page (the fake site), under a named API key whose secret never reache
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import httpx
 
-from .fakes.redis_server import free_port
+from .helpers import ServeProcess
 from .test_web_fetch_gateway import cite_the_page, config, fetch_first_hit, hits
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-access-log-secret-5150"
-
-
-class Serve:
-    """The gateway as a process with a config of the test's, its stderr read line by line in a thread."""
-
-    def __init__(self, tmp_path: Path, cfg: dict, log_format: str = "json") -> None:
-        path = tmp_path / "engines.json"
-        path.write_text(json.dumps(cfg))
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {k: v for k, v in os.environ.items() if k not in ("SEARCHHUB_CONFIG", "SEARCHHUB_LOG_FORMAT")}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "routes", "serve", "--config", str(path), "--port", str(self.port),
-             "--log-format", log_format],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self.reader = threading.Thread(target=lambda: self.lines.extend(self.proc.stderr), daemon=True)
-        self.reader.start()
-
-    def wait_for(self, text: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while not any(text in line for line in self.lines):
-            assert time.monotonic() < deadline and self.proc.poll() is None, "".join(self.lines)
-            time.sleep(0.05)
-
-    def stop(self) -> list[str]:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(20)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.reader.join(10)
-        return self.lines
 
 
 def searching_config(fake_model, search_fakes, site) -> dict:
@@ -66,7 +25,7 @@ def searching_config(fake_model, search_fakes, site) -> dict:
     return cfg
 
 
-def chat_turn(serve: Serve, fake_model, search_fakes, site) -> None:
+def chat_turn(serve: ServeProcess, fake_model, search_fakes, site) -> None:
     search_fakes.script("searxng", hits(site))
     fake_model.script({"tool_calls": [{"name": "web_search", "arguments": {"query": "kestrel bridge"}}]},
                       fetch_first_hit, cite_the_page)
@@ -77,7 +36,7 @@ def chat_turn(serve: Serve, fake_model, search_fakes, site) -> None:
 
 
 def test_json_access_line_has_its_fields_as_keys(tmp_path: Path, fake_model, search_fakes, site) -> None:
-    serve = Serve(tmp_path, searching_config(fake_model, search_fakes, site))
+    serve = ServeProcess(tmp_path, searching_config(fake_model, search_fakes, site))
     try:
         serve.wait_for("Application startup complete")
         chat_turn(serve, fake_model, search_fakes, site)
@@ -101,7 +60,7 @@ def test_json_access_line_has_its_fields_as_keys(tmp_path: Path, fake_model, sea
 
 
 def test_text_access_line_stays_the_human_line(tmp_path: Path, fake_model, search_fakes, site) -> None:
-    serve = Serve(tmp_path, searching_config(fake_model, search_fakes, site), log_format="text")
+    serve = ServeProcess(tmp_path, searching_config(fake_model, search_fakes, site), log_format="text")
     try:
         serve.wait_for("Application startup complete")
         chat_turn(serve, fake_model, search_fakes, site)

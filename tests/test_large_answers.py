@@ -46,20 +46,6 @@ def chunked(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-@pytest.fixture
-def raw():
-    started: list[RawUpstream] = []
-
-    def make(answer) -> RawUpstream:
-        up = RawUpstream(answer).start()
-        started.append(up)
-        return up
-
-    yield make
-    for up in started:
-        up.stop()
-
-
 # ---------------------------------------------------------------- through the gateway
 
 

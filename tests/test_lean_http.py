@@ -40,20 +40,6 @@ def streamed_text(r: httpx.Response) -> str:
     return "".join(out)
 
 
-@pytest.fixture
-def raw():
-    started: list[RawUpstream] = []
-
-    def make(answer) -> RawUpstream:
-        up = RawUpstream(answer).start()
-        started.append(up)
-        return up
-
-    yield make
-    for up in started:
-        up.stop()
-
-
 # ---------------------------------------------------------------- through the gateway
 
 

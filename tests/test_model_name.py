@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from hub.backends.normalize import ModelName
 
-from .fakes.raw_http import RawUpstream, framed
+from .fakes.raw_http import framed
 from .helpers import base_config, serper_engine
 
 GGUF = "/models/some-file.gguf"
@@ -32,20 +32,6 @@ def gw(gateway, fake_model, search_fakes):
     fake_model.served_model = GGUF
     return gateway(base_config(fake_model.url, webSearch={"engines": [serper_engine(search_fakes)],
                                                           "cacheTtlMs": 0}))
-
-
-@pytest.fixture
-def raw():
-    started: list[RawUpstream] = []
-
-    def make(answer) -> RawUpstream:
-        up = RawUpstream(answer).start()
-        started.append(up)
-        return up
-
-    yield make
-    for up in started:
-        up.stop()
 
 
 def script(fake_model, searched: bool) -> dict:
