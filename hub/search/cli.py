@@ -55,12 +55,11 @@ def run_search(args: argparse.Namespace, cfg: cfgmod.Config, path: str) -> int:
 def _whole_messages() -> Iterator[None]:
     """A provider's error message up to MESSAGE_CAP characters, not cut to the few a model is given
     (still redacted: hub/search/fetch.py `upstream_message` redacts before it cuts)."""
-    saved = fetch.MESSAGE_CAP
-    fetch.MESSAGE_CAP = max(saved, MESSAGE_CAP)
+    token = fetch.message_cap.set(max(fetch.MESSAGE_CAP, MESSAGE_CAP))
     try:
         yield
     finally:
-        fetch.MESSAGE_CAP = saved
+        fetch.message_cap.reset(token)
 
 
 class _Holder(logging.Handler):

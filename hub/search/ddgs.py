@@ -103,7 +103,7 @@ class DdgsEngine(Engine):
                     return Parsed([])
                 # ddgs quotes its HTTP client's error, which may name the proxy: mask and cut it, to the
                 # same cap as a search API's message (raised for `searchhub search`, hub/search/cli.py).
-                detail = clean_text(redact(mask_proxy(text) or "", self.secrets), fetch.MESSAGE_CAP)
+                detail = clean_text(redact(mask_proxy(text) or "", self.secrets), fetch.message_cap.get())
                 raise EngineError(f"the ddgs backends failed ({detail or type(e).__name__})") from None
         hits = [RawHit(r.get("title"), r.get("href"), r.get("body")) for r in results or () if isinstance(r, dict)]
         return Parsed(hits)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -22,7 +23,10 @@ from .sanitize import clean_text, truncate
 
 _decode = msgspec.json.decode
 _encode = msgspec.json.encode
-MESSAGE_CAP = 160
+MESSAGE_CAP = 160  # characters of a provider's error message, as the model reads it
+# The cap in force: `searchhub search` raises it for the person reading (hub/search/cli.py); a context
+# variable, so it holds for that run's own tasks and nothing else.
+message_cap: ContextVar[int] = ContextVar("message_cap", default=MESSAGE_CAP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +182,7 @@ def upstream_message(body: bytes | None, secrets: Iterable[str | None] = ()) -> 
         return None
     # Redact before cutting, so that a key cut in half at the cap cannot leak its first half.
     text = redact(clean_text(redact(msg, secrets), 4000), secrets)
-    return truncate(text, MESSAGE_CAP) or None
+    return truncate(text, message_cap.get()) or None
 
 
 def _find_message(data: Any, depth: int = 0) -> str | None:
