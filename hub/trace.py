@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from contextvars import ContextVar
 
 import msgspec
 
@@ -212,3 +213,7 @@ def client_family(user_agent: str | None, originator: str | None = None) -> str:
                 return name
     return "other"
 
+
+# The trace of the request being served (set by routes/app.py for the request's task): a stream that
+# breaks after its 200 marks it failed with its message (routes/common.py `stream_broke`).
+current_trace: ContextVar[Trace | None] = ContextVar("current_trace", default=None)

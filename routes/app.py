@@ -29,7 +29,7 @@ from hub.logformat import DirectLog, access_fields
 from hub.reachability import Reachability
 from hub.runtime import Gateway
 from hub.search.metered import SearchBill
-from hub.trace import Trace, client_family, ms
+from hub.trace import Trace, client_family, current_trace, ms
 
 from . import admin, chat, messages, responses, search
 from .admin import is_admin_path
@@ -99,6 +99,7 @@ class GatewayMiddleware:
         shared = gateway.runtime.shared if gateway.runtime else None
         key: ApiKey | None = None
         entry: _InFlight | None = None
+        trace_token = current_trace.set(None)
         try:
             keys = gateway.runtime.config.server.api_keys if gateway.runtime else ()
             if keys and path not in _OPEN_PATHS and not is_admin_path(path):
@@ -116,6 +117,7 @@ class GatewayMiddleware:
             state["search_bill"] = bill
             if model_call and shared is not None:
                 trace = _start_trace(shared, scope, rid, path, key)
+                current_trace.set(trace)  # reset with trace_token, in the finally below
             try:
                 await self.app(scope, receive, send_with_id)
             except asyncio.CancelledError:
@@ -125,6 +127,7 @@ class GatewayMiddleware:
                     raise
                 await _shutting_down(path)(scope, receive, send_with_id)
         finally:
+            current_trace.reset(trace_token)
             if entry is not None:
                 drain.leave(entry)
             if path.startswith("/v1/") or path.startswith("/anthropic/") or path == "/mcp":

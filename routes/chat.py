@@ -24,6 +24,7 @@ from .common import (
     read_json,
     runtime,
     shutting_down,
+    stream_broke,
 )
 
 log = logging.getLogger("searchhub.chat")
@@ -79,11 +80,7 @@ def interrupted(message: str) -> bytes:
 
 
 def _stream_failed(e: Exception) -> bytes:
-    if not expected_error(e):
-        log.exception("stream failed")
-    else:
-        log.warning("stream broke: %s", e)
-    return openai_stream_error(e)
+    return openai_stream_error(stream_broke(e, log))
 
 
 def _frame(chunk: dict, include_usage: bool) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TypeVar
 
@@ -21,6 +22,7 @@ from hub.logctx import RequestContextFilter, chain_id_var, request_id_var  # noq
 from hub.router import UnknownTarget
 from hub.runtime import Runtime
 from hub.search.metered import SearchBill
+from hub.trace import current_trace
 
 from .body import decode_body
 
@@ -132,12 +134,28 @@ def caller(request: Request) -> tuple[ApiKey | None, SearchBill]:
     return state.get("api_key"), bill if bill is not None else SearchBill()
 
 
+
 # ---------------------------------------------------------------- errors
 
 
 def expected_error(e: Exception) -> bool:
     """A failure the gateway answers on purpose (logged as a warning, not with a traceback)."""
     return isinstance(e, GatewayError | AllTargetsFailed | UpstreamError | UnknownTarget)
+
+
+def stream_broke(exc: BaseException, logger: logging.Logger, what: str = "stream") -> GatewayError:
+    """A stream that broke after its 200 went out: logged (a traceback only for the unexpected), and
+    the request's trace marked failed with the message its error event carries, so traces and /ui
+    list it as the failure it is (the access log and metrics keep the 200 the client got)."""
+    if isinstance(exc, Exception) and expected_error(exc):
+        logger.warning("%s broke: %s", what, exc)
+    else:
+        logger.error("%s failed", what, exc_info=exc)
+    err = as_gateway_error(exc if isinstance(exc, Exception) else RuntimeError())
+    trace = current_trace.get()
+    if trace is not None and trace.error is None:
+        trace.error = err.message
+    return err
 
 
 def as_gateway_error(exc: Exception) -> GatewayError:

@@ -44,6 +44,7 @@ from .common import (
     read_json,
     request_id_var,
     runtime,
+    stream_broke,
 )
 
 log = logging.getLogger("searchhub.messages")
@@ -157,11 +158,7 @@ async def _encode_stream(items: AsyncGenerator, encoder: MessagesStream) -> Asyn
             if out:
                 yield out
     except Exception as e:  # the stream broke after the 200: Anthropic's `error` event
-        if expected_error(e):
-            log.warning("stream broke: %s", e)
-        else:
-            log.exception("stream failed")
-        err = as_gateway_error(e)
+        err = stream_broke(e, log)
         status = 529 if err.status == 503 else err.status
         yield encoder.fail(error_type(status), err.message)
         return

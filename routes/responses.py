@@ -33,13 +33,13 @@ from hub.runtime import Runtime
 
 from .common import (
     EventStream,
-    as_gateway_error,
     cancel_on_disconnect,
     expected_error,
     openai_error,
     options,
     read_json,
     runtime,
+    stream_broke,
 )
 
 log = logging.getLogger("searchhub.responses")
@@ -83,11 +83,7 @@ def _broken(message: str) -> bytes:
 
 def _describe(exc: BaseException) -> tuple[str, str]:
     """(error.code, message) for `response.failed` when a stream breaks after it started."""
-    if isinstance(exc, Exception) and expected_error(exc):
-        log.warning("responses stream broke: %s", exc)
-    else:
-        log.error("responses stream failed", exc_info=exc)
-    err = as_gateway_error(exc) if isinstance(exc, Exception) else as_gateway_error(RuntimeError())
+    err = stream_broke(exc, log, "responses stream")
     return ("rate_limit_exceeded" if err.status == 429 else "server_error"), err.message
 
 

@@ -10,6 +10,7 @@ stream cut after its first word, with no finish reason and no [DONE], ends with 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import anthropic
@@ -250,3 +251,48 @@ def test_passthrough_cut_after_content_ends_with_an_error_event(gateway, broken,
         assert "native answer" in "".join(lines)
         assert json.loads(lines[-1][6:])["type"] == "error"
         assert not any("response.completed" in line for line in lines)
+
+
+# --- a stream that broke after its 200 is traced as failed ----------------------------------------------
+
+ADMIN = "admin-key-for-failed-streams-01"
+
+
+def failed_traces(gw) -> list[dict]:
+    """The gateway's traces listed as failures (/admin/traces?errors=1, what /ui's filter shows);
+    a trace is finished as its request ends, so wait for it a moment."""
+    deadline = time.monotonic() + 5
+    while True:
+        r = httpx.get(gw.url + "/admin/traces", params={"errors": "1"}, timeout=10,
+                      headers={"authorization": f"Bearer {ADMIN}"})
+        assert r.status_code == 200, r.text
+        if r.json()["data"] or time.monotonic() > deadline:
+            return r.json()["data"]
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/v1/chat/completions", {"model": "d", "stream": True, "messages": HI}),
+    ("/v1/responses", {"model": "d", "stream": True, "input": "hello there"}),
+    ("/v1/messages", {"model": "d", "stream": True, "max_tokens": 50, "messages": HI}),
+])
+def test_a_stream_cut_after_its_200_is_traced_as_failed(gateway, broken, path, body) -> None:
+    cfg = config(broken, "cut", None)
+    cfg["server"]["adminKeys"] = [ADMIN]
+    gw = gateway(cfg)
+    lines = sse_lines(gw, path, body)
+    assert "Half" in "".join(lines)
+    rows = failed_traces(gw)
+    assert len(rows) == 1, rows
+    assert rows[0]["status"] == 200  # what the client got: the headers had gone out
+    assert "ended without finishing" in rows[0]["error"]
+
+
+def test_a_finished_stream_is_not_traced_as_failed(gateway, fake_model) -> None:
+    cfg = base_config(fake_model.url)
+    cfg["server"]["adminKeys"] = [ADMIN]
+    gw = gateway(cfg)
+    assert "Half" not in "".join(sse_lines(gw, "/v1/chat/completions", {"model": "d", "stream": True,
+                                                                         "messages": HI}))
+    time.sleep(0.2)
+    assert failed_traces(gw) == []
