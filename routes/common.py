@@ -152,10 +152,16 @@ def stream_broke(exc: BaseException, logger: logging.Logger, what: str = "stream
     else:
         logger.error("%s failed", what, exc_info=exc)
     err = as_gateway_error(exc if isinstance(exc, Exception) else RuntimeError())
+    traced_failure(err.message)
+    return err
+
+
+def traced_failure(message: str) -> None:
+    """The request's trace is a failure with this message (its first one wins): a stream whose
+    error event went out after the 200 (stream_broke, and the pass-through streams' `broken`)."""
     trace = current_trace.get()
     if trace is not None and trace.error is None:
-        trace.error = err.message
-    return err
+        trace.error = message
 
 
 def as_gateway_error(exc: Exception) -> GatewayError:

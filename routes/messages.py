@@ -45,6 +45,7 @@ from .common import (
     request_id_var,
     runtime,
     stream_broke,
+    traced_failure,
 )
 
 log = logging.getLogger("searchhub.messages")
@@ -184,11 +185,17 @@ def _model(rt: Runtime, body: dict) -> str:
                            known=rt.router.known)
 
 
+def _broken(message: str) -> bytes:
+    """The `error` event a pass-through stream that breaks after it started ends with."""
+    traced_failure(message)
+    return error_event("api_error", message)
+
+
 async def _passthrough(request: Request, rt: Runtime, body: dict, resolution: Resolution, path: str) -> Response:
     """A commercial Anthropic target: the request goes through untouched (hub/backends/passthrough.py)."""
     stream = body.get("stream") is True and path == "/v1/messages"
     fwd = passthrough.Forward(path, stream, request.url.query, request.headers,
-                              broken=lambda message: error_event("api_error", message))
+                              broken=_broken)
     try:
         result = await passthrough.forward(rt.client, rt.dispatcher, resolution, body, fwd)
     except UpstreamError as e:

@@ -40,6 +40,7 @@ from .common import (
     read_json,
     runtime,
     stream_broke,
+    traced_failure,
 )
 
 log = logging.getLogger("searchhub.responses")
@@ -75,6 +76,7 @@ async def _passthrough(rt: Runtime, body: dict, resolution: Resolution) -> Respo
 
 def _broken(message: str) -> bytes:
     """The `error` event a pass-through stream that breaks after it started ends with."""
+    traced_failure(message)
     return sse({"type": "error", "sequence_number": 0, "code": "server_error", "message": message, "param": None})
 
 

@@ -296,3 +296,15 @@ def test_a_finished_stream_is_not_traced_as_failed(gateway, fake_model) -> None:
                                                                          "messages": HI}))
     time.sleep(0.2)
     assert failed_traces(gw) == []
+
+
+@pytest.mark.parametrize(("kind", "mode"), [("anthropic", "anthropic_cut"), ("openai", "responses_cut")])
+def test_a_passthrough_stream_cut_after_its_200_is_traced_as_failed(gateway, broken, kind, mode) -> None:
+    cfg = native_config(broken, kind, mode, None)
+    cfg["server"]["adminKeys"] = [ADMIN]
+    gw = gateway(cfg)
+    path, body = (("/v1/messages", {"model": "d", "stream": True, "max_tokens": 50, "messages": HI})
+                  if kind == "anthropic" else ("/v1/responses", {"model": "d", "stream": True, "input": "hi"}))
+    assert "native answer" in "".join(sse_lines(gw, path, body))
+    rows = failed_traces(gw)
+    assert len(rows) == 1 and rows[0]["status"] == 200 and rows[0]["error"], rows
