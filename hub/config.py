@@ -598,7 +598,3 @@ def locate(cli_value: str | None, env: Mapping[str, str] | None = None, cwd: str
     if user.is_file():
         return ConfigLocation(str(user), "user config")
     return ConfigLocation(str(BUILTIN_CONFIG), "built-in default")
-
-
-def config_path(cli_value: str | None) -> str:
-    return locate(cli_value).path

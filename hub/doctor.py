@@ -15,6 +15,7 @@ import httpx
 
 from . import config as cfgmod
 from .backends.http import make_client
+from .backends.openai_compat import chat_url
 from .settings import Provider, mask_url
 
 # llama.cpp's server answers whatever model name a request carries: its /models list proves nothing.
@@ -34,12 +35,8 @@ class ProviderReport:
 
 
 def models_url(provider: Provider) -> str:
-    base = provider.base_url
-    if provider.type == "anthropic" and not base.endswith("/v1"):
-        return base + "/v1/models"
-    if provider.type == "gemini" and not base.endswith("/openai"):
-        return base + "/v1beta/openai/models"
-    return base + "/models"
+    """The model list beside the chat endpoint the gateway calls (hub/backends/openai_compat.py)."""
+    return chat_url(provider).removesuffix("/chat/completions") + "/models"
 
 
 def _headers(provider: Provider) -> dict[str, str]:

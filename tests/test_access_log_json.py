@@ -35,14 +35,20 @@ def chat_turn(serve: ServeProcess, fake_model, search_fakes, site) -> None:
     assert "reopened in March" in r.json()["choices"][0]["message"]["content"]
 
 
-def test_json_access_line_has_its_fields_as_keys(tmp_path: Path, fake_model, search_fakes, site) -> None:
-    serve = ServeProcess(tmp_path, searching_config(fake_model, search_fakes, site))
+def logged_turn(tmp_path: Path, fake_model, search_fakes, site, log_format: str) -> list[str]:
+    """The gateway process's log lines around one searching chat turn."""
+    serve = ServeProcess(tmp_path, searching_config(fake_model, search_fakes, site), log_format=log_format)
     try:
         serve.wait_for("Application startup complete")
         chat_turn(serve, fake_model, search_fakes, site)
         serve.wait_for("/v1/chat/completions 200")
     finally:
         lines = serve.stop()
+    return lines
+
+
+def test_json_access_line_has_its_fields_as_keys(tmp_path: Path, fake_model, search_fakes, site) -> None:
+    lines = logged_turn(tmp_path, fake_model, search_fakes, site, "json")
     assert not any(SECRET in line for line in lines)
     log = [json.loads(line) for line in lines]
     access = [e for e in log if e["logger"] == "searchhub.http" and e.get("path") == "/v1/chat/completions"]
@@ -60,13 +66,7 @@ def test_json_access_line_has_its_fields_as_keys(tmp_path: Path, fake_model, sea
 
 
 def test_text_access_line_stays_the_human_line(tmp_path: Path, fake_model, search_fakes, site) -> None:
-    serve = ServeProcess(tmp_path, searching_config(fake_model, search_fakes, site), log_format="text")
-    try:
-        serve.wait_for("Application startup complete")
-        chat_turn(serve, fake_model, search_fakes, site)
-        serve.wait_for("/v1/chat/completions 200")
-    finally:
-        lines = serve.stop()
+    lines = logged_turn(tmp_path, fake_model, search_fakes, site, "text")
     access = [line for line in lines if "searchhub.http" in line and "/v1/chat/completions" in line]
     assert len(access) == 1, lines
     assert " key=ci-bot searches=1 search_cost=0.005" in access[0] and not access[0].lstrip().startswith("{")
