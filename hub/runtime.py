@@ -1,33 +1,37 @@
-"""The running gateway: one Runtime per loaded config, swapped atomically on reload."""
+"""The one composition root: a Runtime is everything built from one config, for `serve` (swapped
+atomically on reload by Gateway), the CLI's search commands and MCP over stdio (`running`)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import httpx
 
 from . import config as cfgmod
-from . import fetcher, metrics
-from .activity import Activity
-from .backends.http import make_client
-from .budget import Budget
-from .dispatch import Dispatcher, Gate
+from . import fetcher
+from .access.budget import Budget
+from .config.keys import ApiKey
 from .fetcher.direct import DirectFetch
-from .keys import ApiKey
-from .pipeline import Pipeline
-from .router import Cooldowns, Router
+from .observability import metrics
+from .observability.activity import Activity
+from .observability.telemetry import Telemetry
+from .observability.traces import TraceRecorder
+from .routing.dispatch import Dispatcher, Gate
+from .routing.router import Cooldowns, Router
 from .search.metered import MeteredSearch, SearchBill
 from .search.service import SearchService
 from .store import Store, open_store
-from .telemetry import Telemetry
 from .tools.registry import Parts
 from .tools.registry import build as build_tools
 from .tools.search_execution import Summarizer
-from .traces import TraceRecorder
+from .turn.pipeline import Pipeline
+from .upstream.http import make_client
 
 log = logging.getLogger("searchhub.runtime")
 
@@ -44,6 +48,11 @@ class Shared:
     traces: TraceRecorder = field(default_factory=lambda: TraceRecorder(cfgmod.TraceConfig(enabled=False)))
     activity: Activity = field(default_factory=Activity)
     telemetry: Telemetry = field(default_factory=Telemetry)
+
+
+def state_store(spec: dict | None) -> Store:
+    """The config's state store, its outages and lost writes counted on /metrics."""
+    return open_store(spec, on_outage=metrics.STATE_OUTAGES.inc, on_lost_write=metrics.STATE_LOST_WRITES.inc)
 
 
 class Runtime:
@@ -82,6 +91,21 @@ class Runtime:
         await self.fetch[0].aclose()
 
 
+@contextlib.asynccontextmanager
+async def running(config: cfgmod.Config, store: Store | None = None) -> AsyncIterator[Runtime]:
+    """A Runtime outside the server (`searchhub search`, `engines --probe`, `doctor`, `mcp`), built as
+    `serve` builds it and closed after; `store` replaces the config's state store (the CLI's one-shot
+    searches keep theirs in memory)."""
+    shared = Shared(client=make_client(), store=store if store is not None else state_store(config.state))
+    runtime = Runtime(config, shared)
+    try:
+        yield runtime
+    finally:
+        await runtime.aclose()
+        await shared.client.aclose()
+        await shared.store.close()
+
+
 class Gateway:
     """Holds the current Runtime and watches engines.json for changes."""
 
@@ -108,7 +132,7 @@ class Gateway:
     async def start(self) -> None:
         config = self._initial or cfgmod.load(self.config_path)
         self._stamp = self._file_stamp()
-        store = open_store(config.state)
+        store = state_store(config.state)
         # One read now, so a shared store that is down shows on /health before a request needs it.
         await store.get("probe")
         traces = TraceRecorder(config.trace, store if config.state.get("backend") == "redis" else None)

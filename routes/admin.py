@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from hub.keys import match_key, presented_key
-from hub.status import status_view
+from hub.access.keys import match_key, presented_key
+from hub.routing.status import status_view
 
 _PAGE = (Path(__file__).with_name("ui.html")).read_bytes()
 _encode = msgspec.json.Encoder().encode

@@ -22,14 +22,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.server import Server as UvicornServer
 
 from hub import config as cfgmod
-from hub import metrics
-from hub.backends.proxy import mask_proxy
-from hub.keys import ANONYMOUS, ApiKey, match_key, presented_key
-from hub.logformat import DirectLog, access_fields
-from hub.reachability import Reachability
+from hub.access.keys import match_key, presented_key
+from hub.config.keys import ANONYMOUS, ApiKey
+from hub.config.proxy import mask_proxy
+from hub.observability import metrics
+from hub.observability.logformat import DirectLog, access_fields
+from hub.observability.trace import Trace, client_family, current_trace, ms
 from hub.runtime import Gateway
 from hub.search.metered import SearchBill
-from hub.trace import Trace, client_family, current_trace, ms
+from hub.upstream.reachability import Reachability
 
 from . import admin, chat, messages, responses, search
 from .admin import is_admin_path
@@ -47,7 +48,7 @@ from .common import (
 from .mcp import McpEndpoint
 
 log = logging.getLogger("searchhub.http")
-access_log = DirectLog("searchhub.http")  # one line per request: the cheap path (hub/logformat.py)
+access_log = DirectLog("searchhub.http")  # one line per request: the cheap path (hub/observability/logformat.py)
 GC_YOUNG = 10_000  # collect the young generation after this many new containers; see create_app
 _OPEN_PATHS = frozenset({"/health", "/metrics"})
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from hub.errors import BadRequest
+from hub.core.errors import BadRequest
 
 MAX_DEPTH = 100  # JSON Schemas in tool definitions nest a few dozen levels at most
 _decode = msgspec.json.decode

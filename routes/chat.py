@@ -10,9 +10,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hub.events import Keepalive, ToolStarted
-from hub.protocols.chat_request import validate_chat
-from hub.relay import DONE, Frames
+from hub.protocols.chat.request import validate_chat
+from hub.streams.relay import DONE, Frames
+from hub.tools.events import Keepalive, ToolStarted
 
 from .common import (
     EventStream,

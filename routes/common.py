@@ -12,17 +12,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from hub.backends.http import UpstreamError
-from hub.dispatch import AllTargetsFailed
-from hub.errors import GatewayError, PayloadTooLarge
-from hub.events import Options
-from hub.ids import new_id
-from hub.keys import ApiKey
-from hub.logctx import RequestContextFilter, chain_id_var, request_id_var  # noqa: F401 (re-exported)
-from hub.router import UnknownTarget
+from hub.config.keys import ApiKey
+from hub.core.errors import GatewayError, PayloadTooLarge
+from hub.core.ids import new_id
+from hub.observability.logctx import RequestContextFilter, chain_id_var, request_id_var  # noqa: F401 (re-exported)
+from hub.observability.trace import current_trace
+from hub.routing.dispatch import AllTargetsFailed
+from hub.routing.router import UnknownTarget
 from hub.runtime import Runtime
 from hub.search.metered import SearchBill
-from hub.trace import current_trace
+from hub.tools.events import Options
+from hub.upstream.http import UpstreamError
 
 from .body import decode_body
 
@@ -379,7 +379,7 @@ class EventStream(Response):
                         if not waited:
                             waited = True
                             # What the producer just scheduled runs first, and the tasks that
-                            # starts (a parallel round's searches, hub/loop.py): two loop turns.
+                            # starts (a parallel round's searches, hub/turn/loop.py): two loop turns.
                             await asyncio.sleep(0)
                             await asyncio.sleep(0)
                             await start()

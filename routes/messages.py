@@ -17,11 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hub import aliases
-from hub.backends import passthrough
-from hub.backends.http import UpstreamError
-from hub.errors import BadRequest, Unavailable
-from hub.events import Options
+from hub.core.errors import BadRequest, Unavailable
 from hub.protocols.messages import (
     MessagesContext,
     MessagesStream,
@@ -31,9 +27,12 @@ from hub.protocols.messages import (
     to_chat,
 )
 from hub.protocols.messages.claude_code import search_execution_query
-from hub.router import Resolution
+from hub.routing import aliases, passthrough
+from hub.routing.router import Resolution
 from hub.runtime import Runtime
+from hub.tools.events import Options
 from hub.tools.search_execution import SearchExecution
+from hub.upstream.http import UpstreamError
 
 from .common import (
     EventStream,
@@ -192,7 +191,7 @@ def _broken(message: str) -> bytes:
 
 
 async def _passthrough(request: Request, rt: Runtime, body: dict, resolution: Resolution, path: str) -> Response:
-    """A commercial Anthropic target: the request goes through untouched (hub/backends/passthrough.py)."""
+    """A commercial Anthropic target: the request goes through untouched (hub/routing/passthrough.py)."""
     stream = body.get("stream") is True and path == "/v1/messages"
     fwd = passthrough.Forward(path, stream, request.url.query, request.headers,
                               broken=_broken)

@@ -4,7 +4,7 @@ Decode -> either pass the request through to a commercial OpenAI target untouche
 chat (after the stored history of `previous_response_id`, with `item_reference` input items replaced
 by the stored items they name), run the pipeline, and encode a Response or its SSE events. With
 `store` (the default) the Response, the chat history that continues it and its output items by id
-are kept in the state store (hub/stored_responses.py) before the client sees the last event.
+are kept in the state store (hub/protocols/responses/stored.py) before the client sees the last event.
 """
 
 from __future__ import annotations
@@ -17,18 +17,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hub import stored_responses
-from hub.backends import passthrough
-from hub.errors import NotFound
-from hub.protocols.responses import (
-    ResponsesContext,
-    ResponsesStream,
-    from_chat,
-    new_id,
-    sse,
-    to_chat,
-)
-from hub.router import Resolution
+from hub.core.errors import NotFound
+from hub.protocols.responses import ResponsesContext, ResponsesStream, from_chat, new_id, sse, to_chat
+from hub.protocols.responses import stored as stored_responses
+from hub.routing import passthrough
+from hub.routing.router import Resolution
 from hub.runtime import Runtime
 
 from .common import (
@@ -63,7 +56,7 @@ def _thinking(body: dict) -> bool:
 
 
 async def _passthrough(rt: Runtime, body: dict, resolution: Resolution) -> Response:
-    """A commercial OpenAI target: the request goes through untouched (hub/backends/passthrough.py)."""
+    """A commercial OpenAI target: the request goes through untouched (hub/routing/passthrough.py)."""
     stream = body.get("stream") is True
     fwd = passthrough.Forward("/responses", stream, broken=_broken)
     result = await passthrough.forward(rt.client, rt.dispatcher, resolution, body, fwd)

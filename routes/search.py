@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from hub.errors import BadRequest, GatewayError
+from hub.core.errors import BadRequest, GatewayError
 from hub.search.base import (
     BUDGET_EXHAUSTED,
     INVALID_TOOL_INPUT,

@@ -1,5 +1,5 @@
 """`searchhub serve`: logging, config check, uvicorn; and the `searchhub` program itself, which adds
-`serve` to the commands of hub/cli.py (the HTTP layer lives here, so hub/ never imports it)."""
+`serve` to the commands of hub/cli/main.py (the HTTP layer lives here, so hub/ never imports it)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import tempfile
 import threading
 import time
 
-from hub import cli
 from hub import config as cfgmod
-from hub.logctx import RequestContextFilter
-from hub.logformat import JsonFormatter, LineHandler, TextFormatter, install, wants_text
+from hub.cli import main as cli
+from hub.observability.logctx import RequestContextFilter
+from hub.observability.logformat import JsonFormatter, LineHandler, TextFormatter, install, wants_text
 
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus-client when hub.metrics is imported
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # read by prometheus-client when hub.observability.metrics is imported
 
 _CONFIG_ENV = cfgmod.CONFIG_ENV
 _LOG_FORMAT_ENV = "SEARCHHUB_LOG_FORMAT"
@@ -132,7 +132,7 @@ def serve(where: cfgmod.ConfigLocation, *, host: str | None = None, port: int | 
 
 def _multiprocess_metrics(workers: int) -> str | None:
     """With several workers, each writes its metric values to files in one directory and /metrics sums
-    them (hub/metrics.py). Set before the workers start, so they inherit it. Returns the directory this
+    them (hub/observability/metrics.py). Set before the workers start, so they inherit it. Returns the directory this
     call created (removed at exit), or None."""
     if workers <= 1:
         return None
@@ -149,5 +149,5 @@ def _multiprocess_metrics(workers: int) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The `searchhub` program: hub/cli.py's commands, with `serve` run here."""
+    """The `searchhub` program: hub/cli/main.py's commands, with `serve` run here."""
     return cli.main(argv, serve=serve)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from hub.backends.http import make_client
 from hub.config import parse
-from hub.dispatch import Dispatcher, Gate
-from hub.router import Cooldowns, Router
+from hub.routing.dispatch import Dispatcher, Gate
+from hub.routing.router import Cooldowns, Router
 from hub.search import SearchService
 from hub.store.memory import MemoryStore
+from hub.upstream.http import make_client
 
 from .fakes.redis_server import RedisServer, RedisServerMissing, free_port  # noqa: F401 - for the tests: a port nothing listens on
 from .fakes.search_providers import KEYS
@@ -75,7 +75,7 @@ def serper_engine(fakes, id: str = "serper", **extra) -> dict:
 
 def as_reads(items: list, cuts: list[int]) -> list:
     """Pipeline stream items with runs of chat chunks handed over as lists, as one upstream read's
-    chunks are (hub/events.py); a cut index starts a new read."""
+    chunks are (hub/tools/events.py); a cut index starts a new read."""
     out: list = []
     for i, item in enumerate(items):
         if isinstance(item, dict) and i not in cuts and out and isinstance(out[-1], list):

@@ -1,5 +1,5 @@
 """`searchhub serve --log-format json`: the access line (one per request) carries its fields as JSON
-keys of their own (hub/logformat.py ACCESS_FIELDS), with the values of the request that was made:
+keys of their own (hub/observability/logformat.py ACCESS_FIELDS), with the values of the request that was made:
 a chat turn through the real gateway process whose model searches once (the fake SearXNG) and reads
 one result page (the fake site), under a named API key whose secret never reaches the log."""
 

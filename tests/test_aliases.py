@@ -1,4 +1,4 @@
-"""hub.aliases: modelAliases for Anthropic clients."""
+"""hub.routing.aliases: modelAliases for Anthropic clients."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from hub.aliases import rewrite
+from hub.routing.aliases import rewrite
 
 ALIASES = {
     "exact": {"claude-haiku-4-5-20251001": "fast.qwen3-8b"},

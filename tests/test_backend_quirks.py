@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from hub import config as cfgmod
 from hub.backends import quirks
-from hub.backends.failures import error_message, request_kind, scrub
 from hub.backends.normalize import StreamNormalizer, ToolCallAssembler, normalize_completion
+from hub.config.quirks import FAMILIES, Quirks
+from hub.upstream.failures import error_message, request_kind, scrub
 
 from .helpers import base_config, searxng_engine
 
@@ -27,8 +28,8 @@ CONVO = [
 TOOL = {"type": "function", "function": {"name": "web_search", "parameters": {"type": "object"}}}
 
 
-def fam(name: str) -> quirks.Quirks:
-    return quirks.FAMILIES[name]
+def fam(name: str) -> Quirks:
+    return FAMILIES[name]
 
 
 # --- outbound -----------------------------------------------------------------------------------
@@ -98,7 +99,7 @@ def test_consecutive_results_share_one_user_turn():
     "role": st.sampled_from(["user", "assistant", "tool", "system"]),
     "content": st.one_of(st.none(), st.text(max_size=20), st.just([{"type": "text", "text": "t"}])),
 }, optional={"tool_call_id": st.text(max_size=5), "tool_calls": st.just([CALL])}), max_size=8),
-    st.sampled_from(sorted(quirks.FAMILIES)))
+    st.sampled_from(sorted(FAMILIES)))
 def test_outbound_never_sends_null_content_where_rejected_nor_tool_roles_where_dropped(messages, family):
     q = fam(family)
     out = quirks.outbound({"messages": messages, "tools": [TOOL]}, q, server_tools=frozenset({"web_search"}))["messages"]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.errors import BadRequest
+from hub.core.errors import BadRequest
 from routes.body import MAX_DEPTH, decode_body, too_deep
 
 JSON = st.recursive(

@@ -1,8 +1,8 @@
-"""hub/chain.py directly: the chain key and the mixed-turn splice."""
+"""hub/injection/chain.py directly: the chain key and the mixed-turn splice."""
 
 from __future__ import annotations
 
-from hub.chain import ChainState, Hidden, chain_key, splice
+from hub.injection.chain import ChainState, Hidden, chain_key, splice
 
 
 def test_key_follows_user_texts_and_the_caller() -> None:

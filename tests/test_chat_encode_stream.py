@@ -1,5 +1,5 @@
 """routes/chat.py `encode_stream`: pipeline items -> chat SSE bytes (no HTTP). A list of chunks
-(what one upstream read brought, hub/events.py) is written as one piece, the same bytes as its
+(what one upstream read brought, hub/tools/events.py) is written as one piece, the same bytes as its
 chunks one by one; usage goes out only when the client asked for it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hub.events import Keepalive
+from hub.tools.events import Keepalive
 from routes.chat import encode_stream
 
 

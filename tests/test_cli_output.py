@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.logformat import JsonFormatter, TextFormatter, wants_text
+from hub.observability.logformat import JsonFormatter, TextFormatter, wants_text
 
 from .fakes.redis_server import free_port
 from .helpers import base_config

@@ -1,4 +1,4 @@
-"""Client search tools recognized by what they are (hub/client_search.py), and the recorded Qwen Code and
+"""Client search tools recognized by what they are (hub/injection/client_search.py), and the recorded Qwen Code and
 opencode requests replayed through the gateway: their grep/tool/file searches never keep web_search out."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.client_search import client_web_search, is_web_search_tool, name_words
+from hub.injection.client_search import client_web_search, is_web_search_tool, name_words
 
 from .helpers import base_config, searxng_engine
 

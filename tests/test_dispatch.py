@@ -1,4 +1,4 @@
-"""hub/dispatch.py directly: gate accounting, failover order, the held stream's slot."""
+"""hub/routing/dispatch.py directly: gate accounting, failover order, the held stream's slot."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from hub.backends.http import UpstreamError
 from hub.config import parse
-from hub.dispatch import AllTargetsFailed, Dispatcher, Gate
-from hub.router import Cooldowns, Router
+from hub.routing.dispatch import AllTargetsFailed, Dispatcher, Gate
+from hub.routing.router import Cooldowns, Router
+from hub.upstream.http import UpstreamError
 
 
 def setup(max_concurrency: int | None = 1) -> tuple[Dispatcher, Router]:

@@ -149,7 +149,7 @@ def test_a_write_cancelled_mid_stream_unwinds_the_waiting_producer() -> None:
 def test_the_headers_go_out_after_the_work_the_producer_started(parallel: bool) -> None:
     """A tool round starts its searches in a task and waits: their requests leave before the
     first write to the client (which would wake the client first), and that write is the headers,
-    with no model call's delay. A parallel round's task starts a task per search (hub/loop.py)."""
+    with no model call's delay. A parallel round's task starts a task per search (hub/turn/loop.py)."""
     order: list[str] = []
 
     async def main() -> None:

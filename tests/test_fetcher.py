@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from hub import metrics
 from hub.fetcher import AddressPolicy, Fetcher, FetchLimits, UrlPolicy, tool_content
 from hub.fetcher.result import (
     INVALID_TOOL_INPUT,
@@ -21,6 +20,7 @@ from hub.fetcher.result import (
     URL_NOT_ALLOWED,
     URL_NOT_IN_PRIOR_CONTEXT,
 )
+from hub.observability import metrics
 from hub.store import MemoryStore
 
 from .fakes.web import (

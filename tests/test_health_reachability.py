@@ -7,7 +7,7 @@ import time
 
 import httpx
 
-from hub.reachability import THROUGH_PROXY, Reachability
+from hub.upstream.reachability import THROUGH_PROXY, Reachability
 
 from .fakes.model import FakeModel
 from .helpers import base_config, free_port

@@ -1,6 +1,6 @@
 """Idle upstream connections close on a timer, with no further traffic (issue 27, item 6): after a
 burst of concurrent streams through the gateway, the upstream sees every connection it accepted
-closed within the idle time (hub/backends/transport.py, KEEPALIVE_S, shortened here) + 1 s, none of
+closed within the idle time (hub/upstream/transport.py, KEEPALIVE_S, shortened here) + 1 s, none of
 them before it, and later requests open new connections and are answered. For the lean client
 (hub/backends/h1.py, plain-HTTP upstreams), for aiohttp (SEARCHHUB_LEAN_HTTP=0) and for aiohttp's
 SOCKS5 connector (a provider's own `proxy`, tests/fakes/forward_proxy.py). The upstream is
@@ -20,8 +20,8 @@ import httpx
 import pytest
 from yarl import URL
 
-from hub.backends import transport
-from hub.backends.h1 import H1Client, Target
+from hub.upstream import transport
+from hub.upstream.h1 import H1Client, Target
 
 from .fakes.forward_proxy import ForwardProxy
 from .fakes.raw_http import CHAT, RawUpstream, Request, framed, sse

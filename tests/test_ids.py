@@ -8,7 +8,7 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.ids import new_id, random_alnum
+from hub.core.ids import new_id, random_alnum
 
 ALNUM = set(string.ascii_letters + string.digits)
 

@@ -1,12 +1,12 @@
-"""hub/injection.py directly: the decision as a function of (config, target, request, chain state)."""
+"""hub/injection/decide.py directly: the decision as a function of (config, target, request, chain state)."""
 
 from __future__ import annotations
 
 import json
 
-from hub.chain import ChainState
 from hub.config import parse
-from hub.injection import Request, decide
+from hub.injection.chain import ChainState
+from hub.injection.decide import Request, decide
 from hub.tools.base import HostedSearch
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from hub.intent import (
+from hub.injection.intent import (
     REMINDER_CLOSE,
     REMINDER_OPEN,
     SCAN_HEAD,

@@ -1,5 +1,5 @@
 """Hard phrases inside shell command lines are patterns being searched for in files, not requests
-to search the web (hub/intent.py)."""
+to search the web (hub/injection/intent.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.intent import classify
+from hub.injection.intent import classify
 
 PHRASES = ["search online", "web search", "search the web", "google search", "internet search",
            "look it up online", "search on google"]

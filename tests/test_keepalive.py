@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from hub.events import Keepalive
+from hub.tools.events import Keepalive
 from hub.tools.keepalive import Feed, with_keepalive
 
 

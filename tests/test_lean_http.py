@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from yarl import URL
 
-from hub.backends import h1
-from hub.backends.h1 import H1Client, Target
+from hub.upstream import h1
+from hub.upstream.h1 import H1Client, Target
 
 from .fakes.raw_http import CHAT, RawUpstream, chat_chunk, framed, sse
 from .helpers import base_config

@@ -1,4 +1,4 @@
-"""The per-request log line's cheap path (hub/logformat.py): same text as the logging module's,
+"""The per-request log line's cheap path (hub/observability/logformat.py): same text as the logging module's,
 written in batches without reordering, and out of the way when anything else is attached."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.logctx import RequestContextFilter, request_id_var
-from hub.logformat import DirectLog, JsonFormatter, LineHandler, TextFormatter, install
+from hub.observability.logctx import RequestContextFilter, request_id_var
+from hub.observability.logformat import DirectLog, JsonFormatter, LineHandler, TextFormatter, install
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""hub/loop.py directly: one round of server tool calls under each guard (the toy tool, no HTTP)."""
+"""hub/turn/loop.py directly: one round of server tool calls under each guard (the toy tool, no HTTP)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 import time
 
 from hub.config import Limits
-from hub.events import ToolFinished, ToolStarted
-from hub.loop import BUDGET_EXHAUSTED, LoopState, run_round
 from hub.tools.base import HostedSearch, ToolRequest
+from hub.tools.events import ToolFinished, ToolStarted
 from hub.tools.registry import ServerTools
+from hub.turn.loop import BUDGET_EXHAUSTED, LoopState, run_round
 
 from .toy.clock import Clock
 
@@ -95,7 +95,7 @@ def test_iteration_and_wall_clock_guards() -> None:
 
 def test_parallel_work_starts_before_the_events_wake_the_stream() -> None:
     """Both calls' work begins before the stream that waits on the round's events runs: the
-    requests go out before the client's writes take the CPU (hub/loop.py run_round)."""
+    requests go out before the client's writes take the CPU (hub/turn/loop.py run_round)."""
     from hub.tools.keepalive import Feed
 
     log: list[str] = []

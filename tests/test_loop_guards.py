@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from hub.loop import LoopState, run_round
 from hub.tools.registry import ServerTools
+from hub.turn.loop import LoopState, run_round
 
 from .helpers import searxng_engine, serper_engine
 from .test_loop import limits

@@ -13,10 +13,10 @@ from anthropic.types import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hub.errors import BadRequest
-from hub.events import Keepalive, Outcome, ToolFinished, ToolStarted
+from hub.core.errors import BadRequest
 from hub.protocols.messages import MessagesStream, estimate_input_tokens, from_chat, to_chat
 from hub.search.base import Hit, SearchResult
+from hub.tools.events import Keepalive, Outcome, ToolFinished, ToolStarted
 from hub.tools.web_search import SearchCall, decode_hit
 
 from .helpers import as_reads
@@ -562,7 +562,7 @@ def test_stream_fail_is_an_error_event() -> None:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_item, max_size=8), st.lists(st.integers(0, 8), max_size=3), st.booleans())
 def test_stream_encoder_takes_a_read_of_chunks_as_its_chunks_one_by_one(items, cuts, hosted) -> None:
-    """The pipeline hands over what one upstream read brought as a list (hub/events.py)."""
+    """The pipeline hands over what one upstream read brought as a list (hub/tools/events.py)."""
     extra = {"tools": [{"type": "web_search_20250305", "name": "web_search"}]} if hosted else {}
     _, ctx = to_chat(req(stream=True, **extra))
     grouped = as_reads(items, cuts)

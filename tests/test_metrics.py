@@ -68,7 +68,7 @@ def test_known_series_are_exported_at_zero_from_the_start(serve, fake_model, sea
     """The fetch, side-request and search-mode series whose labels the code enumerates are listed at 0
     before the first request, in one process and summed over workers, so a dashboard's rate() has them."""
     from hub.fetcher import ERROR_CODES
-    from hub.trace import _FAMILIES
+    from hub.observability.trace import _FAMILIES
 
     expected = [("searchhub_fetches_total", {"outcome": o}) for o in ("ok", *ERROR_CODES)]
     expected += [("searchhub_side_requests_skipped_total", {"client": c}) for c in (*(n for n, _ in _FAMILIES), "other")]

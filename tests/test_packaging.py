@@ -103,13 +103,13 @@ def test_every_module_imports_from_the_wheel(installed):
     assert Path(got["routes"]).is_relative_to(installed["site"]), got["routes"]
     missing = expected - set(got["found"])
     assert not missing, f"modules of the checkout missing from the wheel: {sorted(missing)}"
-    for data in ("hub/engines.schema.json", "hub/engines.default.json", "routes/ui.html"):
+    for data in ("hub/config/engines.schema.json", "hub/config/engines.default.json", "routes/ui.html"):
         assert (installed["site"] / data).is_file(), f"{data} is not in the wheel"
 
 
 def test_the_packaged_default_is_the_repository_config():
-    assert (ROOT / "hub" / "engines.default.json").read_bytes() == (ROOT / "engines.json").read_bytes(), \
-        "hub/engines.default.json must be a copy of engines.json: cp engines.json hub/engines.default.json"
+    assert (ROOT / "hub" / "config" / "engines.default.json").read_bytes() == (ROOT / "engines.json").read_bytes(), \
+        "hub/config/engines.default.json must be a copy of engines.json: cp engines.json hub/config/engines.default.json"
 
 
 def _cli(installed, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hub.presearch import MAX_QUERY, search_query
+from hub.turn.presearch import MAX_QUERY, search_query
 
 CASES = [
     ("search the web for today's Rust news", "today's Rust news"),

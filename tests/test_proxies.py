@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.backends.proxy import DIRECT, ProxyPolicy, choose, mask_proxy, parse_proxy
 from hub.config import ConfigError, parse
+from hub.config.proxy import DIRECT, mask_proxy, parse_proxy
+from hub.upstream.proxy import ProxyPolicy, choose
 
 from .fakes.forward_proxy import ForwardProxy
 from .fakes.search_models import GLM_KEY

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from hub.backends.transport import LeanAiohttpTransport
+from hub.upstream.transport import LeanAiohttpTransport
 
 from .test_hardening import Serve
 from .test_replicas import CLIENT_KEY, WEATHER, replica_config

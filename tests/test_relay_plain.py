@@ -1,4 +1,4 @@
-"""hub/relay.py reads two things off a chunk's bytes without decoding it: whether the normalizer
+"""hub/streams/relay.py reads two things off a chunk's bytes without decoding it: whether the normalizer
 would leave it as it is (`plain`), and whether it carries usage. Both must agree with the decoded
 chunk, whatever the JSON spacing."""
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hub.backends.normalize import StreamNormalizer
-from hub.relay import _has_usage, plain
+from hub.streams.relay import _has_usage, plain
 
 _delta = st.fixed_dictionaries({}, optional={
     "content": st.one_of(st.none(), st.text(max_size=8), st.sampled_from(['"role"', "finish_reason", "usage"])),

@@ -16,8 +16,8 @@ import openai
 import pytest
 import redis
 
-from hub.backends.transport import LeanAiohttpTransport
-from hub.chain import ChainState, chain_key
+from hub.injection.chain import ChainState, chain_key
+from hub.upstream.transport import LeanAiohttpTransport
 
 from .fakes.redis_server import SilentListener, free_port
 from .helpers import base_config, searxng_engine

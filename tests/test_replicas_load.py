@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from hub.backends.transport import LeanAiohttpTransport
+from hub.upstream.transport import LeanAiohttpTransport
 
 from .test_hardening import Serve
 from .test_replicas import CLIENT_KEY, assert_spliced, interleaved_chains, replica_config, tool_names

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseStreamEvent
 
-from hub.events import Keepalive, ToolFinished, ToolStarted
 from hub.protocols.responses import KEEPALIVE, ResponsesStream, to_chat
 from hub.search.base import Hit, SearchResult
+from hub.tools.events import Keepalive, ToolFinished, ToolStarted
 from hub.tools.web_search import SearchCall
 
 from .helpers import as_reads

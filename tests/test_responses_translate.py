@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.responses import Response
 
-from hub.errors import BadRequest
-from hub.events import Outcome
+from hub.core.errors import BadRequest
 from hub.protocols.responses import custom_input, from_chat, items_to_messages, to_chat
 from hub.search.base import Hit, SearchResult
 from hub.tools.base import HostedSearch
+from hub.tools.events import Outcome
 from hub.tools.web_search import SearchCall
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"

@@ -1,4 +1,4 @@
-"""hub/router.py directly: route choice, candidate order (priority, rotation, cooling last), pins."""
+"""hub/routing/router.py directly: route choice, candidate order (priority, rotation, cooling last), pins."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hub.config import parse
-from hub.router import Cooldowns, Router, UnknownTarget
+from hub.routing.router import Cooldowns, Router, UnknownTarget
 
 
 def router(**vr) -> Router:

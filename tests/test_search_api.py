@@ -10,8 +10,8 @@ import uuid
 import httpx
 import pytest
 
-from hub.budget import Budget
-from hub.keys import ApiKey
+from hub.access.budget import Budget
+from hub.config.keys import ApiKey
 from hub.store import MemoryStore
 
 from .fakes.search_models import GLM_KEY

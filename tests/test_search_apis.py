@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from hub.backends.http import make_client
 from hub.search import SearchResult
 from hub.search.base import EngineError
-from hub.search.jina import read_page
+from hub.search.engines.jina import read_page
 from hub.search.render import tool_text
+from hub.upstream.http import make_client
 
 from .fakes.search_apis import KEYS
 from .fakes.search_providers import Reply, config_with, search_service

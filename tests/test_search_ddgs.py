@@ -17,7 +17,7 @@ import pytest
 import trustme
 
 from hub.config import parse
-from hub.search.ddgs import DdgsEngine
+from hub.search.engines.ddgs import DdgsEngine
 
 from .fakes.forward_proxy import ForwardProxy
 from .fakes.search_providers import config_with
@@ -230,10 +230,10 @@ def test_google_backed_only_when_its_backend_is_google(backend, google):
 def test_repository_engines_json_defaults_to_keyless_ddgs():
     """What the README's run command serves with: a default engine that needs no key and no service."""
     from hub.config import load
-    from hub.search.registry import API_ENGINES
+    from hub.config.engine_kinds import API_ENGINE_KINDS
 
     cfg = load(Path(__file__).resolve().parent.parent / "engines.json", env={})
     default = cfg.web_search.default_engine
     assert default is not None and default.type == "ddgs" and default.api_key is None
-    assert API_ENGINES["ddgs"].KEYLESS
+    assert API_ENGINE_KINDS["ddgs"].keyless
     assert [e.id for e in cfg.web_search.engines] == [default.id]

@@ -1,5 +1,5 @@
 """User location and context size reach every engine that has a parameter for them: chat's
-web_search_options parsed (hub/protocols/chat_request.py), mapped per engine (hub/search/locale.py)
+web_search_options parsed (hub/protocols/chat/request.py), mapped per engine (hub/search/locale.py)
 and seen on the wire, from the gateway's HTTP API down to the fake providers."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.protocols.chat_request import search_options
+from hub.protocols.chat.request import search_options
 from hub.search.locale import COUNTRY_LANGUAGES, COUNTRY_NAMES, described, location_hint
 
 from . import test_search_models as models

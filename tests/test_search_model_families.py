@@ -11,7 +11,7 @@ import json
 import pytest
 
 from hub.config import ConfigError, parse
-from hub.router import Cooldowns
+from hub.routing.router import Cooldowns
 from hub.search.render import tool_text
 
 from .fakes.search_model_families import BLOG, KEYS, KIMI_ARGUMENTS, RELEASES, WIKI, error_block

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hub.router import Cooldowns
+from hub.routing.router import Cooldowns
 
 from .fakes.search_models import GEMINI_KEY, GLM_KEY
 from .fakes.search_providers import Reply, config_with, search_service

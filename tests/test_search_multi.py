@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from hub.config import ConfigError, parse
 from hub.search.base import Hit
-from hub.search.multi import RRF_K, fuse
+from hub.search.engines.multi import RRF_K, fuse
 from hub.search.render import tool_text
 from hub.search.sanitize import dedup_key
 

@@ -64,9 +64,17 @@ def test_the_schema_lists_exactly_the_registered_engines():
     assert set(MODEL_ENGINES) <= set(defs["provider"]["properties"]["type"]["enum"])
 
 
+def test_the_config_knows_every_registered_engine_kind():
+    """The loader checks entries against hub/config/engine_kinds.py, the service builds from the registry."""
+    from hub.config.engine_kinds import API_ENGINE_KINDS, MODEL_ENGINE_KINDS
+
+    assert set(API_ENGINE_KINDS) == set(API_ENGINES)
+    assert set(MODEL_ENGINE_KINDS) == set(MODEL_ENGINES)
+
+
 @given(st.text(max_size=300))
 def test_baidu_query_fits_its_units(text):
-    from hub.search.baidu import QUERY_UNITS, _wide, truncate_units
+    from hub.search.engines.baidu import QUERY_UNITS, _wide, truncate_units
 
     cut = truncate_units(text)
     assert text.startswith(cut)
@@ -77,7 +85,7 @@ def test_baidu_query_fits_its_units(text):
                  st.integers(), st.none()))
 @example("0001-1-1")  # UTC+8 -> UTC would fall before datetime.min
 def test_baidu_dates_parse_or_are_none(value):
-    from hub.search.baidu import parse_date
+    from hub.search.engines.baidu import parse_date
 
     parsed = parse_date(value)
     assert parsed is None or parsed.tzinfo is not None
@@ -108,7 +116,7 @@ def _answer(kind: str, hits: list[tuple[str, str, str]]) -> bytes:
 
 
 def _dropped(engine: str, reason: str) -> float:
-    from hub.metrics import REGISTRY
+    from hub.observability.metrics import REGISTRY
 
     return REGISTRY.get_sample_value("searchhub_search_hits_dropped_total",
                                      {"engine": engine, "reason": reason}) or 0.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hub.intent import classify
+from hub.injection.intent import classify
 
 from .fakes.search_apis import KEYS as API_KEYS
 from .helpers import searxng_engine, serper_engine

@@ -9,7 +9,7 @@ import logging
 import msgspec
 import pytest
 
-from hub import metrics
+from hub.observability import metrics
 from hub.search import SearchRequest
 from hub.search.cache import PREFIX, cache_key
 from hub.search.render import tool_text

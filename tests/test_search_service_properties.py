@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hub.budget import Budget
-from hub.keys import ApiKey
+from hub.access.budget import Budget
+from hub.config.keys import ApiKey
 from hub.mcp.tools import TOOLS, ToolContext
 from hub.search.metered import MeteredSearch
 from hub.search.model import token_usage

@@ -1,5 +1,5 @@
 """Side requests (titles, summaries, memory extraction, classification) are not search turns:
-hub/side_requests.py on every recorded request, and the gateway end to end on the recorded ones."""
+hub/injection/side_requests.py on every recorded request, and the gateway end to end on the recorded ones."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hub.config import ConfigError, load
+from hub.config.side_requests import SideConfig, compile_side_config
+from hub.injection.side_requests import ClientTools, classify_side
 from hub.protocols.messages import to_chat as messages_to_chat
 from hub.protocols.responses import to_chat as responses_to_chat
-from hub.side_requests import ClientTools, SideConfig, classify_side, compile_side_config
 
 from .helpers import base_config, searxng_engine
 from .test_metrics import samples, value
@@ -344,8 +345,8 @@ MESSAGE = st.one_of(
 
 @given(st.lists(MESSAGE, max_size=8))
 def test_shape_reads_the_last_user_message(messages: list) -> None:
-    from hub.coerce import text_of
-    from hub.side_requests import shape_of
+    from hub.core.text import text_of
+    from hub.injection.side_requests import shape_of
 
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     want = text_of(users[-1]["content"], any_part=True)[:600] if users else ""

@@ -1,7 +1,7 @@
 """An upstream that closes a kept-alive connection just as the gateway reuses it (its keep-alive ran
 out): the request goes again on a new connection, answers 200 and cools nothing; a new
 connection's failure, or one after a byte of the answer, is not retried. Both upstream clients: the
-lean one that carries plain-HTTP calls (hub/backends/h1.py) and aiohttp (hub/backends/transport.py),
+lean one that carries plain-HTTP calls (hub/backends/h1.py) and aiohttp (hub/upstream/transport.py),
 which carries them with SEARCHHUB_LEAN_HTTP=0."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tool loop's streamed turn (hub/stream_driver.py) over HTTP, against a raw upstream that writes
+"""The tool loop's streamed turn (hub/turn/stream_driver.py) over HTTP, against a raw upstream that writes
 its stream byte for byte (tests/fakes/raw_http.py): the text of the chunks one network read brings
 is shown as one delta, and text that arrives later is not held back for it."""
 
@@ -20,7 +20,7 @@ STALL_S = 1.0
 
 def search_config(model_url: str) -> dict:
     """Web search on (an engine nobody calls: the model only answers text), so every turn is a
-    search turn driven by hub/stream_driver.py."""
+    search turn driven by hub/turn/stream_driver.py."""
     return base_config(model_url, webSearch={
         "injectPolicy": "always",
         "engines": [{"id": "searxng", "type": "searxng", "baseURL": "http://127.0.0.1:9", "default": True}]})

@@ -1,6 +1,6 @@
-"""The stream watchers on hostile input: hub/stream_watch.py (chat `data:` payloads, per network
-read), the chat relay's own copy of its rules (hub/relay.py `relay_sse`, the live path of every
-relayed chat stream) and hub/native_stream.py (a provider's own SSE bytes). However a good stream is
+"""The stream watchers on hostile input: hub/streams/watch.py (chat `data:` payloads, per network
+read), the chat relay's own copy of its rules (hub/streams/relay.py `relay_sse`, the live path of every
+relayed chat stream) and hub/streams/native.py (a provider's own SSE bytes). However a good stream is
 cut into reads it is relayed whole and judged complete; whatever bytes come first, the only failure
 is an UpstreamError and the upstream is closed; a stream cut after its content raises at its end."""
 
@@ -14,11 +14,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hub import native_stream, stream_watch
-from hub.backends.http import UpstreamError
 from hub.config import parse
-from hub.relay import relay_sse
-from hub.settings import Target
+from hub.config.settings import Target
+from hub.streams import native as native_stream
+from hub.streams import watch as stream_watch
+from hub.streams.relay import relay_sse
+from hub.upstream.http import UpstreamError
 
 from .fakes.broken_stream import ANSWERS
 
@@ -126,7 +127,7 @@ def test_a_chat_stream_cut_after_content_raises_at_its_end(cuts, end) -> None:
        idle=st.lists(st.tuples(st.integers(0, 12), st.sampled_from([[b""], [b"[]"], [b"", b"1"]])), max_size=3))
 def test_the_relay_and_the_tool_loop_judge_a_stream_without_done_alike(cuts, after, idle) -> None:
     """Without [DONE], a stream is complete when a finish reason is in its last two reads that
-    carried a chunk: the relay (hub/relay.py, the live path of every relayed chat stream) and the
+    carried a chunk: the relay (hub/streams/relay.py, the live path of every relayed chat stream) and the
     tool loop's watcher (watched_reads) agree on every cut, with chunks after the finish (which may
     push it out of the last two reads) and with reads of keep-alives or non-object payloads between
     (which must not)."""

@@ -110,7 +110,7 @@ def test_missing_sdk_is_a_clear_message_not_a_failure() -> None:
         "logging.basicConfig(level=logging.INFO)\n"
         "sys.modules['opentelemetry.exporter.otlp.proto.http.trace_exporter'] = None\n"  # as if not installed
         "from hub.config import TelemetryConfig\n"
-        "from hub.telemetry import Telemetry\n"
+        "from hub.observability.telemetry import Telemetry\n"
         "t = Telemetry.from_config(TelemetryConfig(otlp_endpoint='http://127.0.0.1:9/v1/traces'))\n"
         "assert not t.enabled\n"
         "print('served')\n"

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.activity import LATENCY_BOUNDS_MS, Activity, percentile
-from hub.trace import _FAMILIES, client_family
+from hub.observability.activity import LATENCY_BOUNDS_MS, Activity, percentile
+from hub.observability.trace import _FAMILIES, client_family
 
 from .fakes.search_providers import KEYS
 from .helpers import base_config, searxng_engine, serper_engine
@@ -387,7 +387,7 @@ def test_claude_codes_websearch_call_is_traced(gateway, fake_model, search_fakes
 ])
 def test_injection_reasons(policy: str, body: dict, expected: tuple) -> None:
     from hub import config as cfgmod
-    from hub.injection import decide, request_of
+    from hub.injection.decide import decide, request_of
 
     cfg = cfgmod.build({"providers": {"local": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
                         "virtualrouter": {"routing": {"default": [{"targets": ["local.m"]}]}},
@@ -404,8 +404,8 @@ def test_the_ring_is_bounded_and_the_listing_incremental() -> None:
     import asyncio
 
     from hub.config import TraceConfig
-    from hub.trace import Trace
-    from hub.traces import TraceRecorder
+    from hub.observability.trace import Trace
+    from hub.observability.traces import TraceRecorder
 
     rec = TraceRecorder(TraceConfig(ring_size=100))
     for i in range(1000):

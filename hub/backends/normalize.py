@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ..ids import new_id
+from ..core.ids import new_id
 
 _TOP_EXTRAS = ("prompt_logprobs", "prompt_token_ids", "kv_transfer_params")
 _CHOICE_EXTRAS = ("stop_reason", "token_ids")

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import httpx
 import msgspec
 
-from ..settings import Provider, Target
+from ..config.settings import Provider, Target
+from ..upstream.http import UpstreamError, open_sse, post_json, sse_batches, sse_data, stream_error
 from . import quirks
-from .http import UpstreamError, open_sse, post_json, sse_batches, sse_data, stream_error
 from .normalize import ModelName
 
 # Fields only searchhub reads; a backend may reject them.
@@ -73,7 +73,7 @@ def _named(data: dict, body: dict) -> None:
 
 
 def _renamer(body: dict) -> ModelName | None:
-    """`_named` for a stream's bytes (hub/backends/http.py `sse_batches`)."""
+    """`_named` for a stream's bytes (hub/upstream/http.py `sse_batches`)."""
     model = body.get("model")
     return ModelName(model) if isinstance(model, str) else None
 

@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..coerce import json_open
+from ..core.text import json_open
 
 MAX_HELD = 16_384  # held text that is still not a complete call after this is released as text
 

@@ -17,7 +17,7 @@ from .result import ERROR_CODES, FetchResult, Refusal
 from .urls import normalize, redact, urls_in_text
 
 if TYPE_CHECKING:
-    from ..settings import WebFetchConfig
+    from ..config.settings import WebFetchConfig
     from ..store.base import Store
 
 __all__ = [

@@ -8,7 +8,7 @@ import hashlib
 
 import msgspec
 
-from .. import metrics
+from ..observability import metrics
 from ..store.base import Store
 from ..store.cached import StructCache
 from .result import FetchResult

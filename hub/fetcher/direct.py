@@ -1,5 +1,5 @@
 """Fetches for a caller that names the URL itself (the MCP server's web_fetch, hub/mcp/tools.py),
-on behalf of an API key: its `fetchesPerDay` is taken first (hub/budget.py), then the same fetcher,
+on behalf of an API key: its `fetchesPerDay` is taken first (hub/access/budget.py), then the same fetcher,
 cache, address policy (SSRF guard) and operator domain lists as the model's web_fetch.
 
 The prior-context rule is off here: it keeps a prompt-injected model from fetching URLs nobody gave
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import metrics
-from ..budget import Budget, Denial
-from ..keys import ANONYMOUS, ApiKey
+from ..access.budget import Budget, Denial
+from ..config.keys import ANONYMOUS, ApiKey
+from ..observability import metrics
 from ..search.metered import SearchBill
 from .fetcher import Fetcher
 from .policy import UrlPolicy

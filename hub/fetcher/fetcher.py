@@ -14,7 +14,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from .. import metrics
+from ..observability import metrics
 from ..search.sanitize import clean_text, truncate
 from ..store.base import Store
 from .addresses import AddressPolicy
@@ -24,6 +24,7 @@ from .connect import GuardedTransport, NotResolved, Refused, Resolver, SystemRes
 from .extract import Unreadable, extract, kind_of, may_read, media_type
 from .policy import FetchScope
 from .result import (
+    ERROR_CODES,
     INVALID_TOOL_INPUT,
     TOO_MANY_REQUESTS,
     UNSUPPORTED_CONTENT_TYPE,
@@ -43,6 +44,9 @@ TITLE_CAP = 300
 USER_AGENT = "searchhub-web-fetch/0.1"
 ACCEPT = ("text/html,application/xhtml+xml,text/markdown,text/plain,application/json,application/pdf;q=0.9,"
           "*/*;q=0.1")
+
+for _outcome in ("ok", *ERROR_CODES):  # what a fetch counts as: /metrics lists each at 0 from the start
+    metrics.FETCHES.labels(_outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +84,7 @@ class Fetcher:
         outcome = "ok" if result.ok else (result.error_code or "unavailable")
         elapsed = time.perf_counter() - started
         # Every fetch passes here (the web_fetch tool, the MCP web_fetch through direct.py): counted
-        # once, in both counters; searchhub_fetches_total is the one pre-created at 0 (hub/metrics.py).
+        # once, in both counters; searchhub_fetches_total is the one pre-created at 0 (hub/observability/metrics.py).
         metrics.child(metrics.FETCHES, outcome).inc()
         metrics.child(metrics.WEB_FETCH_CALLS, outcome).inc()
         metrics.child(metrics.WEB_FETCH_DURATION, outcome).observe(elapsed)

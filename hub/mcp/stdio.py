@@ -15,16 +15,9 @@ import anyio
 from mcp.server.stdio import stdio_server
 
 from .. import config as cfgmod
-from .. import fetcher
-from ..backends.http import make_client
-from ..budget import Budget
-from ..dispatch import Dispatcher, Gate
-from ..fetcher.direct import DirectFetch
-from ..keys import ApiKey, match_key
-from ..router import Cooldowns, Router
-from ..search.metered import MeteredSearch
-from ..search.service import SearchService
-from ..store import open_store
+from ..access.keys import match_key
+from ..config.keys import ApiKey
+from ..runtime import running
 from .server import build_server
 from .tools import ToolContext
 
@@ -46,24 +39,12 @@ def run_stdio(args: argparse.Namespace, cfg: cfgmod.Config, path: str) -> int:
 
 
 async def _serve(cfg: cfgmod.Config, key: ApiKey | None) -> None:
-    client = make_client()
-    store = open_store(cfg.state)
-    fetch = fetcher.build(cfg.web_fetch, store) if cfg.web_fetch.enabled else None
-    try:
-        router = Router(cfg, Cooldowns())
-        service = SearchService(cfg, client, router, Dispatcher(client, router, Gate()), store)
-        budget = Budget(store)
-        direct = DirectFetch(*fetch, budget) if fetch else None
+    async with running(cfg) as runtime:
 
         def context_for(_ctx) -> ToolContext:
-            return ToolContext(MeteredSearch(service, budget, key), service.engines(), cfg.web_search.default_engine,
-                               direct)
+            return ToolContext(runtime.metered(key), runtime.search.engines(), cfg.web_search.default_engine,
+                               runtime.direct_fetch)
 
         server = build_server(context_for)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
-    finally:
-        if fetch is not None:
-            await fetch[0].aclose()
-        await client.aclose()
-        await store.close()

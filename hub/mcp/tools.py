@@ -12,14 +12,14 @@ from typing import Any, Protocol
 
 import mcp_types as types
 
-from ..budget import Denial
+from ..access.budget import Denial
+from ..config.settings import EngineConfig
 from ..fetcher import FetchResult, tool_content
 from ..fetcher.direct import DirectFetch
 from ..search import render
 from ..search.base import BUDGET_EXHAUSTED, RECENCY, SearchResult
 from ..search.metered import MeteredSearch
 from ..search.sanitize import truncate
-from ..settings import EngineConfig
 
 MAX_COUNT = 50
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from ..settings import EngineConfig
+    from ..config.settings import EngineConfig
 
 RECENCY = ("oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit")
 RECENCY_DAYS = {"oneDay": 1, "oneWeek": 7, "oneMonth": 31, "oneYear": 365}
@@ -19,7 +19,7 @@ UNAVAILABLE = "unavailable"
 TOO_MANY_REQUESTS = "too_many_requests"
 INVALID_TOOL_INPUT = "invalid_tool_input"
 QUERY_TOO_LONG = "query_too_long"
-BUDGET_EXHAUSTED = "budget_exhausted"  # the calling key's search budget is spent (hub/budget.py)
+BUDGET_EXHAUSTED = "budget_exhausted"  # the calling key's search budget is spent (hub/access/budget.py)
 
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..settings import EngineConfig
+from ..config.settings import EngineConfig
 from .base import SearchResult
 
 

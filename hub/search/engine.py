@@ -11,11 +11,12 @@ from typing import Any, ClassVar
 
 import httpx
 
-from ..backends.proxy import ProxyPolicy, proxy_secrets
-from ..dispatch import Dispatcher
-from ..redaction import redact
-from ..router import Router
-from ..settings import EngineConfig, WebSearchConfig
+from ..config.proxy import proxy_secrets
+from ..config.settings import EngineConfig, WebSearchConfig
+from ..core.redaction import redact
+from ..routing.dispatch import Dispatcher
+from ..routing.router import Router
+from ..upstream.proxy import ProxyPolicy
 from .base import UNAVAILABLE, EngineError, Parsed, SearchRequest, SearchResult, failure
 from .fetch import Outgoing, fetch_json
 from .sanitize import bound
@@ -36,20 +37,10 @@ class EngineContext:
 
 
 class Engine:
-    """Base of all engines. search() never raises for anything a provider can do.
-
-    Class attributes declare what config validation and the tool offer need to know:"""
+    """Base of all engines. search() never raises for anything a provider can do. What an engines.json
+    entry of each kind must carry, and whose index it searches, is declared in hub/config/engine_kinds.py."""
 
     MAX_COUNT: ClassVar[int] = 50  # the most results the service itself returns per call
-    KEYLESS: ClassVar[bool] = False  # an API engine that works without an apiKey
-    NEEDS_BASE_URL: ClassVar[bool] = False  # no public service: baseURL is required (self-hosted)
-    INDEX: ClassVar[str | None] = None  # whose web index answers: "google", "baidu", ... or None
-
-    @classmethod
-    def index(cls, options: Mapping[str, Any]) -> str | None:
-        """The index this engine searches with these options (an engine whose backend is a
-        choice, like ddgs or jina, overrides it). "google" makes an engine Google-backed."""
-        return cls.INDEX
 
     def __init__(self, config: EngineConfig, ctx: EngineContext) -> None:
         self.config = config
@@ -114,7 +105,7 @@ class ApiEngine(Engine):
 
     def outgoing(self, req: SearchRequest) -> Outgoing:
         """request(req) with the engine's configured headers added (the Basic authorization of
-        credentials its baseURL was written with: hub/config.py). What run() sends."""
+        credentials its baseURL was written with: hub/config/loader.py). What run() sends."""
         out = self.request(req)
         if not self.config.headers:
             return out

@@ -15,16 +15,16 @@ import httpx
 import msgspec
 from yarl import URL
 
-from ..backends.http import send
-from ..backends.transport import PROXY_EXTENSION, UpstreamClient, mapped_error
-from ..redaction import redact
+from ..core.redaction import redact
+from ..upstream.http import send
+from ..upstream.transport import PROXY_EXTENSION, UpstreamClient, mapped_error
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError
 from .sanitize import clean_text, truncate
 
 _decode = msgspec.json.decode
 _encode = msgspec.json.encode
 MESSAGE_CAP = 160  # characters of a provider's error message, as the model reads it
-# The cap in force: `searchhub search` raises it for the person reading (hub/search/cli.py); a context
+# The cap in force: `searchhub search` raises it for the person reading (hub/cli/search.py); a context
 # variable, so it holds for that run's own tasks and nothing else.
 message_cap: ContextVar[int] = ContextVar("message_cap", default=MESSAGE_CAP)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import metrics
-from ..budget import Budget, Denial
-from ..keys import ANONYMOUS, ApiKey
+from ..access.budget import Budget, Denial
+from ..config.keys import ANONYMOUS, ApiKey
+from ..observability import metrics
 from .base import BUDGET_EXHAUSTED, SearchResult, failure
 from .sanitize import clean_text
 from .service import SearchService

@@ -9,10 +9,10 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
-from ..backends.http import UpstreamError, post_json
-from ..backends.proxy import proxy_secrets
-from ..dispatch import AllTargetsFailed
-from ..settings import SEARCH_ROUTE, EngineConfig, Target
+from ..config.proxy import proxy_secrets
+from ..config.settings import SEARCH_ROUTE, EngineConfig, Target
+from ..routing.dispatch import AllTargetsFailed
+from ..upstream.http import UpstreamError, post_json
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError, Parsed, RawHit, SearchRequest
 from .engine import Engine, EngineContext
 from .fetch import status_error

@@ -5,31 +5,31 @@ Sonar chat models as a provider type; `ollama` is the hosted search API and a lo
 
 from __future__ import annotations
 
-from ..settings import Config, EngineConfig
-from .anthropic import AnthropicEngine
-from .baidu import BaiduEngine
-from .bocha import BochaEngine
-from .brave import BraveEngine
-from .dashscope import DashscopeEngine
-from .ddgs import DdgsEngine
+from ..config.settings import Config, EngineConfig
 from .engine import Engine, EngineContext
-from .exa import ExaEngine
-from .firecrawl import FirecrawlEngine
-from .gemini import GeminiEngine
-from .glm import GlmEngine
-from .jina import JinaEngine
-from .linkup import LinkupEngine
+from .engines.anthropic import AnthropicEngine
+from .engines.baidu import BaiduEngine
+from .engines.bocha import BochaEngine
+from .engines.brave import BraveEngine
+from .engines.dashscope import DashscopeEngine
+from .engines.ddgs import DdgsEngine
+from .engines.exa import ExaEngine
+from .engines.firecrawl import FirecrawlEngine
+from .engines.gemini import GeminiEngine
+from .engines.glm import GlmEngine
+from .engines.jina import JinaEngine
+from .engines.linkup import LinkupEngine
+from .engines.moonshot import MoonshotEngine
+from .engines.multi import MultiEngine
+from .engines.ollama import OllamaEngine
+from .engines.openai import OpenAIEngine
+from .engines.perplexity import PerplexityEngine
+from .engines.searxng import SearxngEngine
+from .engines.serper import SerperEngine
+from .engines.sonar import SonarEngine
+from .engines.tavily import TavilyEngine
+from .engines.zhipu import ZhipuEngine
 from .model import ModelEngine
-from .moonshot import MoonshotEngine
-from .multi import MultiEngine
-from .ollama import OllamaEngine
-from .openai import OpenAIEngine
-from .perplexity import PerplexityEngine
-from .searxng import SearxngEngine
-from .serper import SerperEngine
-from .sonar import SonarEngine
-from .tavily import TavilyEngine
-from .zhipu import ZhipuEngine
 
 # An API engine's `type` in engines.json.
 API_ENGINES: dict[str, type[Engine]] = {

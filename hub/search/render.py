@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ..citations import UNTRUSTED_NOTE, Source
+from ..core.citations import UNTRUSTED_NOTE, Source
 from .base import SearchResult
 
 _encode = msgspec.json.encode

@@ -13,7 +13,9 @@ from urllib.parse import SplitResult, urlsplit
 
 import msgspec
 
-from .. import metrics  # its names are read when used: hub/metrics.py imports hub/fetcher, which imports us
+from ..observability import (
+    metrics,  # its names are read when used: hub/observability/metrics.py imports hub/fetcher, which imports us
+)
 from .base import MAX_QUERY_CHARS, UNAVAILABLE, Hit, Parsed, RawHit, SearchRequest, SearchResult, failure
 from .render import tool_bytes
 

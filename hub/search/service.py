@@ -11,13 +11,13 @@ from typing import Any
 
 import httpx
 
-from .. import metrics
-from ..activity import Activity
-from ..backends.proxy import ProxyPolicy
-from ..dispatch import Dispatcher
-from ..router import Router
-from ..settings import Config, EngineConfig
+from ..config.settings import Config, EngineConfig
+from ..observability import metrics
+from ..observability.activity import Activity
+from ..routing.dispatch import Dispatcher
+from ..routing.router import Router
 from ..store.base import Store
+from ..upstream.proxy import ProxyPolicy
 from .base import (
     INVALID_TOOL_INPUT,
     MAX_QUERY_CHARS,

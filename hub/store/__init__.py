@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .base import Store, StoreBusy, StoreDown, StoreUnavailable
 from .memory import MemoryStore
 
 __all__ = ["MemoryStore", "Store", "StoreBusy", "StoreDown", "StoreUnavailable", "open_store"]
 
 
-def open_store(spec: dict | None) -> Store:
-    """The store the config's ``state`` section asks for; redis degrades to memory while down."""
+def open_store(spec: dict | None, *, on_outage: Callable[[], object] = lambda: None,
+               on_lost_write: Callable[[], object] = lambda: None) -> Store:
+    """The store the config's ``state`` section asks for; redis degrades to memory while down, calling
+    `on_outage` when it does and `on_lost_write` for each write the outage cost."""
     spec = spec or {}
     backend = spec.get("backend", "memory")
     if backend == "memory":
         return MemoryStore()
     if backend == "redis":
         # Imported here so a memory-only deployment never loads the redis client.
-        from .. import metrics
         from .redis import DEFAULT_TIMEOUT_S, RedisStore
         from .resilient import ResilientStore
 
@@ -30,6 +33,5 @@ def open_store(spec: dict | None) -> Store:
             max_connections=spec.get("maxConnections", 256),
             pool_timeout=spec.get("poolTimeoutMs", 5000) / 1000,
         )
-        return ResilientStore(primary, MemoryStore(), on_outage=metrics.STATE_OUTAGES.inc,
-                              on_lost_write=metrics.STATE_LOST_WRITES.inc)
+        return ResilientStore(primary, MemoryStore(), on_outage=on_outage, on_lost_write=on_lost_write)
     raise ValueError(f"unknown state.backend {backend!r}: expected 'memory' or 'redis'")

@@ -28,7 +28,7 @@ from redis.exceptions import RedisError, WatchError
 from .base import StoreBusy, StoreDown, StoreUnavailable, UpdateFn
 
 FORMAT_V1 = b"\x01"
-# The default of state.timeoutMs (hub/engines.schema.json, docs/configuration.md): a command's answer
+# The default of state.timeoutMs (hub/config/engines.schema.json, docs/configuration.md): a command's answer
 # includes the wait for this process's own event loop, which a loaded 2-core machine stretches past
 # 250 ms (docs/deployment.md, "When Redis goes away").
 DEFAULT_TIMEOUT_S = 1.0

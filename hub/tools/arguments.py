@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..coerce import json_open
+from ..core.text import json_open
 
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)\r?\n?[ \t]*```$", re.DOTALL)
 _PREVIEW_HEAD = 160

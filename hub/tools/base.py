@@ -17,7 +17,7 @@ A server tool is one module in this package and one line in `registry.py`. It ha
   turned into the chat call arguments and the tool text the model would have seen.
 
 Its `ToolCall` subclass is what the encoders show (`ToolStarted` / `ToolFinished` in
-`hub/events.py` carry it) and says how the call maps to each protocol's hosted shape (`Hosted`):
+`hub/tools/events.py` carry it) and says how the call maps to each protocol's hosted shape (`Hosted`):
 the Responses `web_search_call` action, the Anthropic `server_tool_use` name and result block, and
 the `usage.server_tool_use` counter.
 """
@@ -28,10 +28,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ..citations import Source
+from ..core.citations import Source
 
 if TYPE_CHECKING:
-    from ..keys import ApiKey
+    from ..config.keys import ApiKey
     from ..search.metered import SearchBill
 
 
@@ -91,7 +91,7 @@ class ToolCall:
         return ()
 
     def trace_fields(self) -> dict:
-        """What a request trace shows of the call (hub/trace.py): any of engine, chosen_by, query, url,
+        """What a request trace shows of the call (hub/observability/trace.py): any of engine, chosen_by, query, url,
         outcome (the error code), error, hits, cached. No secrets, no page text."""
         return {}
 

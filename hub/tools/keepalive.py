@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from ..events import Keepalive
+from .events import Keepalive
 
 
 class Feed:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import httpx
 
-from ..budget import Budget
+from ..access.budget import Budget
+from ..config.settings import Config
 from ..fetcher import Fetcher, UrlPolicy
 from ..search.service import SearchService
-from ..settings import Config
 from .base import ServerTool
 from .web_fetch import WebFetch
 from .web_search import WebSearch
@@ -24,7 +24,7 @@ class Parts:
     config: Config
     client: httpx.AsyncClient
     search: SearchService
-    budget: Budget | None = None  # per-key search budgets and cost (hub/budget.py)
+    budget: Budget | None = None  # per-key search budgets and cost (hub/access/budget.py)
     fetch: tuple[Fetcher, UrlPolicy] | None = None  # the fetcher and the operator's URL policy (webFetch)
 
 

@@ -16,13 +16,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
 
-from .. import metrics
-from ..events import Options, Outcome, ToolFinished, ToolStarted, chunks_in
-from ..ids import random_alnum
+from ..config.settings import WebSearchConfig
+from ..core.ids import random_alnum
+from ..observability import metrics
 from ..search import render
 from ..search.base import INVALID_TOOL_INPUT, failure
-from ..settings import WebSearchConfig
 from .base import HostedSearch, ToolRequest
+from .events import Options, Outcome, ToolFinished, ToolStarted, chunks_in
 from .keepalive import Feed, with_keepalive
 from .web_search import SearchCall, WebSearch
 

@@ -14,15 +14,15 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from .. import metrics
-from ..budget import Budget
-from ..citations import Source
+from ..access.budget import Budget
+from ..config.keys import ANONYMOUS
+from ..config.settings import WebFetchConfig
+from ..core.citations import Source
 from ..fetcher import Fetcher, FetchResult, UrlPolicy, normalize, redact, tool_content
 from ..fetcher.content import UNTRUSTED_NOTE
 from ..fetcher.result import MAX_USES_EXCEEDED, TOO_MANY_REQUESTS, failure
-from ..keys import ANONYMOUS
+from ..observability import metrics
 from ..search.sanitize import truncate
-from ..settings import WebFetchConfig
 from . import passages
 from .arguments import ArgumentError, dumps, parse_arguments
 from .base import Hosted, HostedFetch, Rendered, ToolCall, ToolRequest
@@ -287,7 +287,7 @@ class WebFetch:
         self.config = config
         self.fetcher = fetcher
         self.policy = policy
-        self.budget = budget  # the calling key's fetchesPerDay (hub/budget.py)
+        self.budget = budget  # the calling key's fetchesPerDay (hub/access/budget.py)
         self._schema = web_fetch_tool(self.name)
 
     def offered(self, request: ToolRequest) -> bool:

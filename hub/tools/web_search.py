@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from .. import metrics
-from ..budget import Budget
+from ..access.budget import Budget
+from ..config.settings import WebSearchConfig
+from ..observability import metrics
 from ..search import render
 from ..search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchResult, failure
 from ..search.metered import MeteredSearch
 from ..search.service import SearchService
-from ..settings import WebSearchConfig
 from .arguments import ArgumentError, dumps, message, parse_arguments
 from .base import Hosted, Rendered, ToolCall, ToolRequest
 

@@ -280,12 +280,12 @@ def config_with(
 @asynccontextmanager
 async def search_service(config: dict, store: Any = None, cooldowns: Any = None) -> AsyncIterator[Any]:
     """A SearchService built the way the gateway builds it, over the real HTTP client."""
-    from hub.backends.http import make_client
     from hub.config import parse
-    from hub.dispatch import Dispatcher, Gate
-    from hub.router import Cooldowns, Router
+    from hub.routing.dispatch import Dispatcher, Gate
+    from hub.routing.router import Cooldowns, Router
     from hub.search import SearchService
     from hub.store.memory import MemoryStore
+    from hub.upstream.http import make_client
 
     cfg = parse(json.dumps(config), env={})
     client = make_client()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from hub.citations import Source
+from hub.core.citations import Source
 from hub.search.render import error_text
 from hub.tools.arguments import ArgumentError, message, parse_arguments
 from hub.tools.base import Hosted, Rendered, ToolCall, ToolRequest

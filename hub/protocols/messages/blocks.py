@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ...ids import random_alnum
+from ...core.ids import random_alnum
 from ...tools.base import ToolCall
 
 _ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")

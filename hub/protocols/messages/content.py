@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-from ...errors import BadRequest
+from ...core.errors import BadRequest
 from ...tools import web_search
 
 # Anthropic server tool name -> (the chat function name the model calls, the tool's replay)

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from ...errors import BadRequest
+from ...core.errors import BadRequest
 from ...tools.base import HostedFetch, HostedSearch
 from ...tools.web_fetch import SourcedFetch, ToolFilter, UrlSources
 from .content import DEFAULT_REPLAYS, Replays, bad_request, chat_messages, loaded_tools, string

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...coerce import text_of
-from ...events import Outcome
+from ...core.text import text_of
 from ...tools.arguments import ArgumentError, parse_arguments
+from ...tools.events import Outcome
 from .blocks import (
     THINKING_SIGNATURE,
     HitIndex,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ...events import Keepalive, ToolFinished, ToolStarted
 from ...tools.base import ToolCall
+from ...tools.events import Keepalive, ToolFinished, ToolStarted
 from .blocks import (
     THINKING_SIGNATURE,
     HitIndex,

@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ...coerce import str_or_empty, str_or_none
-from ...errors import BadRequest
+from ...core.errors import BadRequest
+from ...core.text import str_or_empty, str_or_none
 from .tools import CUSTOM_INPUT, ToolRef, chat_name_for
 
 # Items of the SDK's input union that a chat backend has no use for: dropped, never rejected.
@@ -101,7 +101,7 @@ class Conversation:
             elif kind == "additional_tools":
                 pass  # its tools were collected with the top-level ones
             elif (ref := reference_id(item, path)) is not None:
-                # references are replaced by their stored items before translation (hub/stored_responses.py)
+                # references are replaced by their stored items before translation (hub/protocols/responses/stored.py)
                 raise BadRequest(f"{path}: item_reference '{ref[:120]}' was not resolved; "
                                  "send the item itself", param=path)
             elif isinstance(kind, str) and kind in _DROPPED_ITEMS:

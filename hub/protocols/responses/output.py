@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ...events import Outcome
-from ...ids import new_id
+from ...core.ids import new_id
 from ...tools.base import ToolCall
+from ...tools.events import Outcome
 from .request import ResponsesContext
 from .tools import custom_input
 

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import BadRequest
+from ...core.errors import BadRequest
 from ...tools.base import HostedFetch, HostedSearch
 from .items import Conversation
 from .tools import Allowed, ToolRef, ToolSet, custom_input, hosted_search, translate_tool_choice

@@ -21,8 +21,8 @@ from typing import Any
 
 import msgspec
 
-from ...events import Keepalive, ToolFinished, ToolStarted
 from ...tools.base import ToolCall
+from ...tools.events import Keepalive, ToolFinished, ToolStarted
 from .output import (
     annotation,
     call_item,

@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from ...coerce import str_or_empty, str_or_none
-from ...errors import BadRequest
+from ...core.errors import BadRequest
+from ...core.text import str_or_empty, str_or_none
 from ...tools.base import HostedSearch
 
 HOSTED_SEARCH_TOOLS = frozenset(

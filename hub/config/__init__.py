@@ -1,0 +1,53 @@
+"""engines.json -> a typed, validated Config. The bottom layer: it imports nothing else of the gateway.
+
+`settings` holds the typed model, `loader` reads, expands and checks a file, `engine_kinds`, `keys`,
+`proxy`, `quirks` and `side_requests` the parts of the file that are compiled at load."""
+
+from .loader import (
+    BUILTIN_CONFIG,
+    CONFIG_ENV,
+    CONFIG_NAME,
+    SCHEMA_PATH,
+    ConfigError,
+    ConfigLocation,
+    build,
+    env_names,
+    expand_env,
+    format_path,
+    load,
+    locate,
+    parse,
+    schema,
+    user_config_path,
+    with_defaults,
+)
+from .settings import (
+    COMMERCIAL_TYPES,
+    ROUTE_CLASSES,
+    SEARCH_ROUTE,
+    SELF_HOSTED_TYPES,
+    Config,
+    EngineConfig,
+    FetchOffer,
+    Limits,
+    Pool,
+    Provider,
+    RouterConfig,
+    ServerConfig,
+    StrippedURL,
+    Target,
+    TelemetryConfig,
+    TraceConfig,
+    WebFetchConfig,
+    WebSearchConfig,
+    mask,
+    mask_url,
+)
+
+__all__ = [
+    "BUILTIN_CONFIG", "COMMERCIAL_TYPES", "CONFIG_ENV", "CONFIG_NAME", "ROUTE_CLASSES", "SCHEMA_PATH", "SEARCH_ROUTE",
+    "SELF_HOSTED_TYPES", "Config", "ConfigError", "ConfigLocation", "EngineConfig", "FetchOffer", "Limits", "Pool",
+    "Provider", "RouterConfig", "ServerConfig", "StrippedURL", "Target", "TelemetryConfig", "TraceConfig",
+    "WebFetchConfig", "WebSearchConfig", "build", "env_names", "expand_env", "format_path", "load", "locate", "mask",
+    "mask_url", "parse", "schema", "user_config_path", "with_defaults",
+]
