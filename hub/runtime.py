@@ -18,6 +18,7 @@ from . import fetcher
 from .access.budget import Budget
 from .config.keys import ApiKey
 from .fetcher.direct import DirectFetch
+from .fetcher.reading import PageReader
 from .observability import metrics
 from .observability.activity import Activity
 from .observability.telemetry import Telemetry
@@ -70,9 +71,14 @@ class Runtime:
                                     activity=shared.activity)
         self.budget = Budget(shared.store)
         # the page fetcher keeps its own guarded connection pool (hub/fetcher/connect.py)
-        self.fetch = fetcher.build(config.web_fetch, shared.store) if config.web_fetch.enabled else None
-        self.direct_fetch = DirectFetch(*self.fetch, self.budget) if self.fetch else None  # the MCP web_fetch
-        self.tools = build_tools(Parts(config, shared.client, self.search, self.budget, self.fetch))
+        ws = config.web_search
+        reading = any(limits.read_pages.enabled for limits in (ws.limits, *ws.per_backend.values()))
+        self.fetch = fetcher.build(config.web_fetch, shared.store) if config.web_fetch.enabled or reading else None
+        # the MCP web_fetch
+        self.direct_fetch = DirectFetch(*self.fetch, self.budget) if self.fetch and config.web_fetch.enabled else None
+        # reads the top result pages of a search; also when it is off in the config, for /v1/search's read_pages
+        self.reader = PageReader(*self.fetch, self.budget) if self.fetch else None
+        self.tools = build_tools(Parts(config, shared.client, self.search, self.budget, self.fetch, self.reader))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)
         metrics.config_series(config)  # built: this config's keys and engines on /metrics at 0 from now on

@@ -107,6 +107,6 @@ def _build_server(gateway: Gateway) -> Any:
         assert rt is not None
         key, bill = caller(ctx.request) if ctx.request is not None else (None, SearchBill())
         return ToolContext(rt.metered(key, bill), rt.search.engines(), rt.config.web_search.default_engine,
-                           rt.direct_fetch)
+                           rt.direct_fetch, rt.reader, rt.config.web_search.limits.read_pages)
 
     return build_server(context_for)

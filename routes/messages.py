@@ -7,9 +7,7 @@ pipeline -> encode as an Anthropic Message or SSE. Errors answer in Anthropic's 
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import AsyncGenerator, AsyncIterator
 
 import msgspec
@@ -27,11 +25,13 @@ from hub.protocols.messages import (
     to_chat,
 )
 from hub.protocols.messages.claude_code import search_execution_query
+from hub.protocols.messages.request import wants_thinking
 from hub.routing import aliases, passthrough
 from hub.routing.router import Resolution
 from hub.runtime import Runtime
 from hub.tools.events import Options
 from hub.tools.search_execution import SearchExecution
+from hub.upstream.failures import context_overflow, error_message, scrub
 from hub.upstream.http import UpstreamError
 
 from .common import (
@@ -57,11 +57,6 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 SHUTDOWN_ERROR = "overloaded_error"  # a stream the graceful shutdown cuts short (its 503 is a 529 here)
-_CONTEXT_MAX = re.compile(r"maximum context length is (\d+) tokens", re.I)
-_CONTEXT_INPUT = re.compile(r"(?:request has|you requested) (\d+) (?:input )?tokens", re.I)
-_CONTEXT_SPLIT = re.compile(r"(\d+) in the messages, (\d+) in the completion", re.I)
-_COMPLETION_TOO_LARGE = re.compile(r"max_(?:completion_)?tokens'?.{0,40}too large", re.I | re.S)
-_CONTEXT_WORDS = re.compile(r"context (?:length|size|window)|too many tokens|prompt is too long", re.I)
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -90,46 +85,14 @@ def anthropic_error(exc: Exception, *, input_tokens: int = 0) -> Response:
     return _error_response(status, error_type(status), err.message, err.headers)
 
 
-def _backend_error_text(exc: UpstreamError) -> tuple[str, dict]:
-    """The message of a backend's error body (vLLM, llama.cpp, Ollama, OpenAI shapes) and the error object."""
-    try:
-        data = json.loads(exc.body or b"")
-    except ValueError:
-        return "", {}
-    err = data.get("error", data) if isinstance(data, dict) else None
-    if isinstance(err, dict):
-        return str(err.get("message") or err.get("detail") or ""), err
-    return (err, {}) if isinstance(err, str) else ("", {})
-
-
-def context_overflow(exc: Exception) -> tuple[str, int | None, int | None] | None:
-    """("prompt" | "completion", prompt tokens, context length) when a backend's 4xx says the context
-    is exceeded; "completion" means the prompt fits and only max_tokens does not (vLLM)."""
-    if not isinstance(exc, UpstreamError) or exc.status not in (400, 413, 422):
-        return None
-    message, err = _backend_error_text(exc)
-    if isinstance(err.get("n_prompt_tokens"), int) and isinstance(err.get("n_ctx"), int):  # llama.cpp
-        return "prompt", err["n_prompt_tokens"], err["n_ctx"]
-    limit = int(m.group(1)) if (m := _CONTEXT_MAX.search(message)) else None
-    if (m := _CONTEXT_SPLIT.search(message)) is not None:  # older vLLM: prompt + completion requested
-        prompt = int(m.group(1))
-        return ("prompt" if limit is not None and prompt >= limit else "completion"), prompt, limit
-    prompt = int(m.group(1)) if (m := _CONTEXT_INPUT.search(message)) else None
-    if _COMPLETION_TOO_LARGE.search(message):
-        return "completion", prompt, limit
-    if limit is not None or err.get("code") == "context_length_exceeded" or _CONTEXT_WORDS.search(message):
-        return "prompt", prompt, limit
-    return None
-
-
 def _backend_message(exc: UpstreamError, input_tokens: int) -> str:
     """A backend's 4xx for the client's request, without echoing its raw body."""
-    overflow = context_overflow(exc)
+    overflow = context_overflow(exc.status, exc.body)
     if overflow is not None and overflow[0] == "prompt":
         _, prompt, limit = overflow
         prompt = prompt or input_tokens
         return f"prompt is too long: {prompt} tokens > {limit or max(prompt - 1, 0)} maximum"
-    message, _ = _backend_error_text(exc)
+    message = scrub(error_message(exc.body)[0])
     if message:
         return f"the backend rejected the request (HTTP {exc.status}): {message[:300]}"
     return f"the backend rejected the request (HTTP {exc.status})"
@@ -170,17 +133,12 @@ async def _encode_stream(items: AsyncGenerator, encoder: MessagesStream) -> Asyn
 # --- routing ------------------------------------------------------------------------------------
 
 
-def _thinking(body: dict) -> bool:
-    thinking = body.get("thinking")
-    return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
-
-
 def _model(rt: Runtime, body: dict) -> str:
     """The client's model name after modelAliases."""
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise BadRequest("model: must be a non-empty string", param="model")
-    return aliases.rewrite(model, rt.config.model_aliases, thinking=_thinking(body),
+    return aliases.rewrite(model, rt.config.model_aliases, thinking=wants_thinking(body),
                            known=rt.router.known)
 
 
@@ -214,7 +172,7 @@ async def _passthrough(request: Request, rt: Runtime, body: dict, resolution: Re
 async def _routed(request: Request, rt: Runtime, body: dict, path: str) -> tuple[str, Response | None]:
     """The model after modelAliases, and the answer when a commercial Anthropic target serves it."""
     model = _model(rt, body)
-    native = rt.router.serving(model, "anthropic", thinking=_thinking(body))
+    native = rt.router.serving(model, "anthropic", thinking=wants_thinking(body))
     return model, (await _passthrough(request, rt, body, native, path) if native is not None else None)
 
 
@@ -250,7 +208,7 @@ async def create_message(request: Request) -> Response:
         try:
             return await _answer(request, rt, chat, ctx, opts, input_tokens)
         except UpstreamError as e:
-            overflow = context_overflow(e)
+            overflow = context_overflow(e.status, e.body)
             if overflow is None or overflow[0] != "completion" or "max_tokens" not in chat:
                 raise
             # Claude Code asks for 32k-128k output tokens; a local model's context rarely has room.

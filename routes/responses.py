@@ -20,6 +20,7 @@ from starlette.routing import Route
 from hub.core.errors import NotFound
 from hub.protocols.responses import ResponsesContext, ResponsesStream, from_chat, new_id, sse, to_chat
 from hub.protocols.responses import stored as stored_responses
+from hub.protocols.responses.request import wants_thinking
 from hub.routing import passthrough
 from hub.routing.router import Resolution
 from hub.runtime import Runtime
@@ -49,10 +50,6 @@ def _json(body: dict, status: int = 200) -> Response:
 # --- commercial OpenAI targets: untouched ----------------------------------------------------------
 
 
-def _thinking(body: dict) -> bool:
-    reasoning = body.get("reasoning")
-    effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
-    return isinstance(effort, str) and effort != "none"
 
 
 async def _passthrough(rt: Runtime, body: dict, resolution: Resolution) -> Response:
@@ -104,7 +101,7 @@ async def create_response(request: Request) -> Response:
         rt = runtime(request)
         body = await read_json(request, rt.config.server.max_body_bytes)
         model = body.get("model")
-        native = rt.router.serving(model, "openai", thinking=_thinking(body)) if isinstance(model, str) and model else None
+        native = rt.router.serving(model, "openai", thinking=wants_thinking(body)) if isinstance(model, str) and model else None
         if native is not None:
             return await _passthrough(rt, body, native)
         history = await stored_responses.history(rt.store, body)

@@ -4,6 +4,7 @@ web search contract): the configured engines, cache, failover and the caller's b
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import msgspec
 from starlette.requests import Request
@@ -35,6 +36,7 @@ class SearchBody(msgspec.Struct):
     allowed_domains: list[str] = []
     blocked_domains: list[str] = []
     user_location: dict | None = None
+    read_pages: bool = False  # read the top result pages and add their passages (webSearch.readPages)
 
 
 class OpenWebUIBody(msgspec.Struct):
@@ -67,6 +69,9 @@ async def search(request: Request) -> Response:
         )
         if not result.ok:
             raise search_error(result, request)
+        if body.read_pages and rt.reader is not None:
+            reading = rt.config.web_search.limits.read_pages
+            result = await rt.reader.read(result, body.query, replace(reading, enabled=True), caller(request)[0])
         return JSONResponse({"object": "search.result", **result.to_document(), "cost": result.cost})
     except Exception as e:
         if not expected_error(e):

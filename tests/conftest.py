@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from .fakes.raw_http import RawUpstream
 from .fakes.redis_server import RedisServer
 from .fakes.server import ServerThread
 from .fakes.web import FakeWeb
-from .helpers import start_redis
+from .helpers import hermetic, start_redis
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +59,7 @@ class GatewayHandle:
         return self.server.app.state.gateway
 
     def write_config(self, cfg: dict | str) -> None:
-        text = cfg if isinstance(cfg, str) else json.dumps(cfg)
+        text = cfg if isinstance(cfg, str) else json.dumps(hermetic(cfg))
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(text)
         tmp.replace(self.path)  # atomic, like editors that save by rename
@@ -75,7 +74,7 @@ def gateway(tmp_path: Path) -> Iterator:
 
     def start(cfg: dict, name: str = "engines.json") -> GatewayHandle:
         path = tmp_path / name
-        path.write_text(json.dumps(copy.deepcopy(cfg)))
+        path.write_text(json.dumps(hermetic(cfg)))
         server = ServerThread(create_app(str(path))).start()
         started.append(server)
         return GatewayHandle(path, server)

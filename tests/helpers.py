@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import signal
@@ -38,6 +39,17 @@ def base_config(model_url: str, **overrides) -> dict:
     }
     for k, v in overrides.items():
         cfg[k] = v
+    return cfg
+
+
+def hermetic(cfg: dict) -> dict:
+    """`cfg` as a test serves it: reading result pages (webSearch.readPages, on by default) stays off unless
+    the test sets it, because the fakes' hits name real sites and a test never reaches the internet.
+    tests/test_read_pages.py and bench/grounding.py turn it on against pages on loopback."""
+    cfg = copy.deepcopy(cfg)
+    ws = cfg.setdefault("webSearch", {})
+    if isinstance(ws, dict):
+        ws.setdefault("readPages", {"enabled": False})
     return cfg
 
 
@@ -91,7 +103,7 @@ class ServeProcess:
 
     def __init__(self, tmp_path: Path, cfg: dict, log_format: str = "json") -> None:
         path = tmp_path / "engines.json"
-        path.write_text(json.dumps(cfg))
+        path.write_text(json.dumps(hermetic(cfg)))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if k not in ("SEARCHHUB_CONFIG", "SEARCHHUB_LOG_FORMAT")}

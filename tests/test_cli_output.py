@@ -19,7 +19,7 @@ import pytest
 from hub.observability.logformat import JsonFormatter, TextFormatter, wants_text
 
 from .fakes.redis_server import free_port
-from .helpers import base_config
+from .helpers import base_config, hermetic
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "opencode" / "web-search-001-POST-chat-side-title-sse.json"
@@ -90,7 +90,7 @@ def test_format_choice() -> None:
 
 def _serve_log(tmp_path: Path, fake_model, *args: str, tty: bool = False) -> str:
     cfg_path = tmp_path / "e.json"
-    cfg_path.write_text(json.dumps(base_config(fake_model.url)))
+    cfg_path.write_text(json.dumps(hermetic(base_config(fake_model.url))))
     cmd = [sys.executable, "-m", "routes", "serve", "--config", str(cfg_path), "--port", str(free_port()), *args]
     env = {k: v for k, v in os.environ.items() if k not in ("SEARCHHUB_CONFIG", "SEARCHHUB_LOG_FORMAT")}
     if tty:

@@ -23,7 +23,7 @@ import uvicorn
 
 from .fakes.model import FakeModel
 from .fakes.redis_server import RedisServer, free_port
-from .helpers import base_config, serper_engine, start_redis
+from .helpers import base_config, hermetic, serper_engine, start_redis
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,7 +33,7 @@ class Serve:
 
     def __init__(self, tmp_path: Path, cfg: dict, *args: str, env: dict[str, str] | None = None) -> None:
         self.config_path = tmp_path / "serve.json"
-        self.config_path.write_text(json.dumps(cfg))
+        self.config_path.write_text(json.dumps(hermetic(cfg)))
         self.port = free_port()
         self.log_path = tmp_path / "serve.log"
         self.env = {**{k: v for k, v in os.environ.items() if k != "SEARCHHUB_CONFIG"}, **(env or {})}

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from .fakes.search_providers import KEYS, Reply
 from .fakes.web import ARTICLE_TITLE, MAIN_SENTENCES, NAV_WORDS, SCRIPT_TEXT, FakeWeb
-from .helpers import base_config, searxng_engine, serper_engine
+from .helpers import base_config, hermetic, searxng_engine, serper_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 ALICE = "sk-mcp-alice-7c2e91"
@@ -81,7 +81,7 @@ def check_listing(tools) -> None:
     assert "Engines: serper: Google results via Serper; searxng: SearXNG metasearch." in tool.description
     assert tool.input_schema["properties"]["engine"]["enum"] == ["serper", "searxng"]
     assert tool.input_schema["required"] == ["query"]
-    assert set(tool.input_schema["properties"]) == {"query", "engine", "count", "recency", "domains"}
+    assert set(tool.input_schema["properties"]) == {"query", "engine", "count", "recency", "domains", "read_pages"}
     assert tool.output_schema["properties"]["hits"]["items"]["required"] == ["title", "url", "snippet"]
 
 
@@ -201,7 +201,7 @@ def test_budget_spent_over_two_replicas_is_a_tool_error_with_retry_after(
 
 def test_stdio_lists_and_searches_like_the_cli(fake_model, search_fakes, tmp_path) -> None:
     path = tmp_path / "engines.json"
-    path.write_text(json.dumps(config(fake_model.url, search_fakes)))
+    path.write_text(json.dumps(hermetic(config(fake_model.url, search_fakes))))
     tools, result = asyncio.run(over_stdio(path, lambda s: list_and_search(s, count=2)))
     check_listing(tools)
     assert not result.is_error, result.content
@@ -212,8 +212,8 @@ def test_stdio_lists_and_searches_like_the_cli(fake_model, search_fakes, tmp_pat
 
 def test_stdio_counts_against_the_key_in_the_environment(fake_model, search_fakes, tmp_path) -> None:
     path = tmp_path / "engines.json"
-    path.write_text(json.dumps(config(fake_model.url, search_fakes, cacheTtlMs=0,
-                                      api_keys=[{"key": ALICE, "name": "alice", "searchesPerDay": 1}])))
+    path.write_text(json.dumps(hermetic(config(fake_model.url, search_fakes, cacheTtlMs=0,
+                                      api_keys=[{"key": ALICE, "name": "alice", "searchesPerDay": 1}]))))
 
     async def go(session):
         return [await session.call_tool("web_search", {"query": q}) for q in ("one", "two")]
@@ -380,8 +380,8 @@ def test_http_fetch_off_is_not_listed(gateway, fake_model, search_fakes) -> None
 
 def test_stdio_fetches_and_counts_against_the_key(fake_model, search_fakes, site, tmp_path) -> None:
     path = tmp_path / "engines.json"
-    path.write_text(json.dumps(fetch_config(fake_model.url, search_fakes, site, cacheTtlMs=0,
-                                            api_keys=[{"key": ALICE, "name": "alice", "fetchesPerDay": 1}])))
+    path.write_text(json.dumps(hermetic(fetch_config(fake_model.url, search_fakes, site, cacheTtlMs=0,
+                                            api_keys=[{"key": ALICE, "name": "alice", "fetchesPerDay": 1}]))))
 
     async def go(session):
         tools = (await session.list_tools()).tools

@@ -25,7 +25,7 @@ from hub.upstream.proxy import ProxyPolicy, choose
 from .fakes.forward_proxy import ForwardProxy
 from .fakes.search_models import GLM_KEY
 from .fakes.search_providers import KEYS, config_with
-from .helpers import base_config, search_service
+from .helpers import base_config, hermetic, search_service
 
 ROOT = Path(__file__).resolve().parent.parent
 USER, PASSWORD = "alice", "pr0xy-pass-7c41e9d2"
@@ -157,7 +157,7 @@ def test_chat_through_a_proxied_provider_and_masked_everywhere(gateway, fake_mod
         assert PASSWORD not in health
         assert json.loads(health)["providers"]["local"]["proxy"] == f"http://****@127.0.0.1:{p.port}"
         path = tmp_path / "check.json"
-        path.write_text(json.dumps(cfg))
+        path.write_text(json.dumps(hermetic(cfg)))
         out = subprocess.run([sys.executable, "-m", "hub", "check", "--config", str(path)], cwd=ROOT,
                              capture_output=True, text=True, timeout=30,
                              env={k: v for k, v in os.environ.items() if k != "SEARCHHUB_CONFIG"})
@@ -258,8 +258,8 @@ def test_https_through_the_environment_proxy_opens_an_authenticated_tunnel(tmp_p
     p = ForwardProxy(credentials=(USER, PASSWORD), tls={"search.test": ctx}, handler=answer).start()
     try:
         path = tmp_path / "engines.json"
-        path.write_text(json.dumps(config_with([{"id": "serper", "type": "serper", "apiKey": KEYS["serper"],
-                                                  "baseURL": "https://search.test"}])))
+        path.write_text(json.dumps(hermetic(config_with([{"id": "serper", "type": "serper", "apiKey": KEYS["serper"],
+                                                  "baseURL": "https://search.test"}]))))
         env = {k: v for k, v in os.environ.items() if k != "SEARCHHUB_CONFIG" and "proxy" not in k.lower()}
         env.update({"HTTPS_PROXY": with_auth(p), "SSL_CERT_FILE": str(ca_path)})
         out = subprocess.run([sys.executable, "-m", "hub", "search", "rust", "--config", str(path), "--json"],

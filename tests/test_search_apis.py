@@ -22,6 +22,7 @@ from hub.upstream.http import make_client
 
 from .fakes.search_apis import KEYS
 from .fakes.search_providers import Reply, config_with, search_service
+from .helpers import hermetic
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = list(KEYS)
@@ -354,7 +355,7 @@ def test_jina_reader_error_is_an_engine_error(fake):
 @pytest.mark.parametrize("kind", CHINESE)
 def test_cli_searches_chinese_engines(fake, kind, tmp_path):
     path = tmp_path / "engines.json"
-    path.write_text(json.dumps(config_with([engine(fake, k) for k in CHINESE])))
+    path.write_text(json.dumps(hermetic(config_with([engine(fake, k) for k in CHINESE]))))
     env = {k: v for k, v in os.environ.items() if k != "SEARCHHUB_CONFIG"}
     p = subprocess.run([sys.executable, "-m", "hub", "search", ZH_QUERY, "--config", str(path), "--engine", kind,
                         "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from .fakes.search_providers import KEYS, Reply, config_with
+from .helpers import hermetic
 
 ROOT = Path(__file__).resolve().parent.parent
 CANARY = "sk-CANARY-cli-51f0a8e2c3d94b17"
@@ -31,7 +32,7 @@ def engines_json(fake, tmp_path):
             {"id": "searx", "type": "searxng", "baseURL": fake.base_url(fake.server, "searxng")},
         ]
         path = tmp_path / "engines.json"
-        path.write_text(json.dumps(config_with(engines, **ws)))
+        path.write_text(json.dumps(hermetic(config_with(engines, **ws))))
         return path
 
     return write
@@ -84,9 +85,9 @@ def test_unknown_engine_and_config_errors(engines_json, tmp_path):
     p = searchhub("rust", "--config", str(engines_json()), "--engine", "bing")
     assert p.returncode == 1 and "unknown engine 'bing'; valid engines: serper, searx" in p.stderr
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"providers": {}, "virtualrouter": {"routing": {}},
+    bad.write_text(json.dumps(hermetic({"providers": {}, "virtualrouter": {"routing": {}},
                                "webSearch": {"engines": [{"id": "s", "type": "serper", "apiKey": CANARY}],
-                                             "maxResults": 0}}))
+                                             "maxResults": 0}})))
     p = searchhub("rust", "--config", str(bad))
     assert p.returncode == 1 and "invalid configuration" in p.stderr and "webSearch.maxResults" in p.stderr
     assert CANARY not in p.stderr

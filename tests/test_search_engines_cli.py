@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .fakes.search_models import GLM_KEY
 from .fakes.search_providers import KEYS, config_with
+from .helpers import hermetic
 
 ROOT = Path(__file__).resolve().parent.parent
 PROXY_PASSWORD = "pr0xy-pw-3e8d1c"
@@ -33,7 +34,7 @@ def write(tmp_path, search_fakes, search_models, *, brave_key: str = KEYS["brave
     ]
     providers = {"glm": {"type": "glm", "baseURL": search_models.glm_base(search_models.server, "a"), "apiKey": GLM_KEY}}
     path = tmp_path / "engines.json"
-    path.write_text(json.dumps(config_with(engines, providers=providers, search_targets=[["glm.glm-4.6"]])))
+    path.write_text(json.dumps(hermetic(config_with(engines, providers=providers, search_targets=[["glm.glm-4.6"]]))))
     return path
 
 

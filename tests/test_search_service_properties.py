@@ -19,7 +19,7 @@ from hub.search.model import token_usage
 from hub.store import MemoryStore
 
 from .fakes.search_providers import config_with, search_service
-from .helpers import base_config, searxng_engine
+from .helpers import base_config, hermetic, searxng_engine
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40),
@@ -54,7 +54,7 @@ def gateway_once(tmp_path_factory, _fake_model_server, _search_fakes_server):
     cfg = base_config(_fake_model_server.url)
     cfg["webSearch"] = {"engines": [searxng_engine(_search_fakes_server)], "cacheTtlMs": 0}
     path = tmp_path_factory.mktemp("props") / "engines.json"
-    path.write_text(json.dumps(cfg))
+    path.write_text(json.dumps(hermetic(cfg)))
     server = ServerThread(create_app(str(path))).start()
     yield server
     server.stop()

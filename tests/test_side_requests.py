@@ -19,7 +19,7 @@ from hub.injection.side_requests import ClientTools, classify_side
 from hub.protocols.messages import to_chat as messages_to_chat
 from hub.protocols.responses import to_chat as responses_to_chat
 
-from .helpers import base_config, searxng_engine
+from .helpers import base_config, hermetic, searxng_engine
 from .test_metrics import samples, value
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,7 +142,7 @@ def test_operator_rules_come_first_and_may_say_main() -> None:
 def test_bad_operator_regex_is_a_config_error(tmp_path: Path) -> None:
     cfg = base_config("http://127.0.0.1:9/v1", webSearch={"sideRequests": {"rules": [{"system": "(unclosed"}]}})
     path = tmp_path / "engines.json"
-    path.write_text(json.dumps(cfg))
+    path.write_text(json.dumps(hermetic(cfg)))
     with pytest.raises(ConfigError, match=r"webSearch.sideRequests.rules\[0\].system"):
         load(str(path))
     assert compile_side_config(None, []) == SideConfig()
@@ -321,7 +321,7 @@ def test_classify_request_reports_side_and_intent() -> None:
 def test_classify_request_uses_the_operator_rules(tmp_path: Path) -> None:
     cfg = base_config("http://127.0.0.1:9/v1", webSearch={"sideRequests": {"rules": [
         {"name": "titles are turns", "system": "title generator", "decision": "main"}]}})
-    (tmp_path / "e.json").write_text(json.dumps(cfg))
+    (tmp_path / "e.json").write_text(json.dumps(hermetic(cfg)))
     out = cli("classify", "--config", str(tmp_path / "e.json"), "--request",
               str(FIXTURES / "opencode/web-search-001-POST-chat-side-title-sse.json"))
     assert "side request:     no (operator:titles are turns)" in out.stdout, out.stdout + out.stderr

@@ -284,3 +284,28 @@ def test_ui_layout_fits_the_window_with_a_long_trace_body(gateway, fake_model, s
     page.screenshot(path="/tmp/ui-1400.png", full_page=True)
     assert errors == []
     ctx.close()
+
+
+def test_ui_shows_the_pages_read_after_a_search(gateway, fake_model, search_fakes, site, browser) -> None:
+    from .test_read_pages import QUESTION, config, search_then_answer, teasers
+
+    cfg = config(fake_model.url, search_fakes, site)
+    cfg["server"]["adminKeys"] = [ADMIN]
+    gw = gateway(cfg)
+    search_fakes.script("searxng", teasers(site, "/deep", "/image.png"))
+    search_then_answer(fake_model)
+    openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
+        model="default", messages=[{"role": "user", "content": QUESTION}])
+    ctx = browser.new_context(http_credentials={"username": "operator", "password": ADMIN})
+    page = ctx.new_page()
+    errors = watch_errors(page)
+    assert page.goto(gw.url + "/ui").status == 200
+    row = page.locator("#requests tbody tr", has_text="1 call")
+    row.wait_for(timeout=10_000)
+    row.click()
+    trace = page.locator("#trace")
+    trace.get_by_text("Pages read for passages").wait_for(timeout=10_000)
+    text = trace.inner_text()
+    assert site.origin + "/deep" in text and "ok" in text and "skipped" in text
+    assert errors == []
+    ctx.close()

@@ -24,7 +24,7 @@ from starlette.routing import Route
 from hub import config as cfgmod
 
 from .fakes.server import ServerThread
-from .helpers import base_config, searxng_engine
+from .helpers import base_config, hermetic, searxng_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 USER, PASSWORD = "alice", "p@ss-7d3e9b41"
@@ -90,7 +90,7 @@ def chat(gw) -> httpx.Response:
 
 def check(cfg: dict, tmp_path: Path) -> subprocess.CompletedProcess:
     path = tmp_path / "check.json"
-    path.write_text(json.dumps(cfg))
+    path.write_text(json.dumps(hermetic(cfg)))
     return subprocess.run([sys.executable, "-m", "hub", "check", "--config", str(path)], cwd=ROOT,
                           capture_output=True, text=True, timeout=60,
                           env={k: v for k, v in os.environ.items() if k != "SEARCHHUB_CONFIG"})

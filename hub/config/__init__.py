@@ -32,6 +32,7 @@ from .settings import (
     Limits,
     Pool,
     Provider,
+    ReadPages,
     RouterConfig,
     ServerConfig,
     StrippedURL,
@@ -47,7 +48,7 @@ from .settings import (
 __all__ = [
     "BUILTIN_CONFIG", "COMMERCIAL_TYPES", "CONFIG_ENV", "CONFIG_NAME", "ROUTE_CLASSES", "SCHEMA_PATH", "SEARCH_ROUTE",
     "SELF_HOSTED_TYPES", "Config", "ConfigError", "ConfigLocation", "EngineConfig", "FetchOffer", "Limits", "Pool",
-    "Provider", "RouterConfig", "ServerConfig", "StrippedURL", "Target", "TelemetryConfig", "TraceConfig",
+    "Provider", "ReadPages", "RouterConfig", "ServerConfig", "StrippedURL", "Target", "TelemetryConfig", "TraceConfig",
     "WebFetchConfig", "WebSearchConfig", "build", "env_names", "expand_env", "format_path", "load", "locate", "mask",
     "mask_url", "parse", "schema", "user_config_path", "with_defaults",
 ]

@@ -31,6 +31,7 @@ from .settings import (
     Limits,
     Pool,
     Provider,
+    ReadPages,
     RouterConfig,
     ServerConfig,
     StrippedURL,
@@ -386,7 +387,17 @@ def _limits(d: dict, base: Limits | None) -> Limits:
         max_total_result_bytes=get("maxTotalResultBytes", "max_total_result_bytes"),
         max_consecutive_errors=get("maxConsecutiveErrors", "max_consecutive_errors"),
         mode=get("mode", "mode"),
+        read_pages=_read_pages(d.get("readPages"), base.read_pages if base else ReadPages()),
     )
+
+
+def _read_pages(d: dict | None, base: ReadPages) -> ReadPages:
+    """webSearch.readPages (or a perBackend override of it: what it leaves out it inherits)."""
+    if not d:
+        return base
+    return ReadPages(enabled=d.get("enabled", base.enabled), top=d.get("top", base.top),
+                     timeout_s=d["timeoutMs"] / 1000 if "timeoutMs" in d else base.timeout_s,
+                     max_chars=d.get("maxChars", base.max_chars))
 
 
 def _build_web_search(

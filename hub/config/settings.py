@@ -86,6 +86,26 @@ class EngineConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadPages:
+    """webSearch.readPages: after a search, read the top result pages and give the model the passages
+    that answer instead of the engines' teasers (hub/fetcher/reading.py)."""
+
+    enabled: bool = True
+    top: int = 3  # pages read per search
+    timeout_s: float = 4.0  # per page, from the moment the search answered
+    max_chars: int = 2000  # passage characters per page
+
+    def sized(self, context_size: str | None) -> ReadPages:
+        """A request's `search_context_size`: low = snippets only, medium = as configured, high = 5
+        pages with more characters each."""
+        if context_size == "low":
+            return ReadPages(False, self.top, self.timeout_s, self.max_chars)
+        if context_size == "high" and self.enabled:
+            return ReadPages(True, max(self.top, 5), self.timeout_s, max(self.max_chars, 3000))
+        return self
+
+
+@dataclass(frozen=True, slots=True)
 class Limits:
     enabled: bool
     inject_policy: str
@@ -94,6 +114,7 @@ class Limits:
     max_total_result_bytes: int
     max_consecutive_errors: int
     mode: str = "tool"  # tool | presearch | hybrid
+    read_pages: ReadPages = ReadPages()
 
 
 @dataclass(frozen=True, slots=True)

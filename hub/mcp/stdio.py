@@ -43,7 +43,7 @@ async def _serve(cfg: cfgmod.Config, key: ApiKey | None) -> None:
 
         def context_for(_ctx) -> ToolContext:
             return ToolContext(runtime.metered(key), runtime.search.engines(), cfg.web_search.default_engine,
-                               runtime.direct_fetch)
+                               runtime.direct_fetch, runtime.reader, cfg.web_search.limits.read_pages)
 
         server = build_server(context_for)
         async with stdio_server() as (read, write):

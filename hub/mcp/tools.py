@@ -7,15 +7,16 @@ search or fetch, a spent budget come back as a tool error (isError) the model ca
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import mcp_types as types
 
 from ..access.budget import Denial
-from ..config.settings import EngineConfig
+from ..config.settings import EngineConfig, ReadPages
 from ..fetcher import FetchResult, tool_content
 from ..fetcher.direct import DirectFetch
+from ..fetcher.reading import PageReader
 from ..search import render
 from ..search.base import BUDGET_EXHAUSTED, RECENCY, SearchResult
 from ..search.metered import MeteredSearch
@@ -33,6 +34,8 @@ class ToolContext:
     engines: Sequence[EngineConfig]
     default_engine: EngineConfig | None
     fetch: DirectFetch | None = None
+    reader: PageReader | None = None  # reads the top result pages (webSearch.readPages)
+    reading: ReadPages = ReadPages()  # what a search reads when the call does not say
 
 
 class McpTool(Protocol):
@@ -58,6 +61,8 @@ _HIT = {
         "snippet": {"type": "string"},
         "source": {"type": ["string", "null"]},
         "date": {"type": ["string", "null"], "description": "Publication date as the engine gave it."},
+        "passages": {"type": "array", "items": {"type": "string"},
+                     "description": "Passages of the page that answer the query, when it was read."},
     },
     "required": ["title", "url", "snippet"],
 }
@@ -91,6 +96,10 @@ class WebSearchTool:
             }
         props["count"] = {"type": "integer", "minimum": 1, "maximum": MAX_COUNT, "description": "Number of results."}
         props["recency"] = {"type": "string", "enum": list(RECENCY), "description": "Only results this recent."}
+        props["read_pages"] = {
+            "type": "boolean", "description": "Read the top result pages and return the passages that answer the "
+            "query beside each hit" + (" (default: on)." if ctx.reading.enabled else " (default: off)."),
+        }
         props["domains"] = {
             "type": "array", "items": {"type": "string"},
             "description": "Only results from these domains (a domain includes its subdomains); "
@@ -100,7 +109,8 @@ class WebSearchTool:
             "type": "object", "properties": props, "required": ["query"]}, output_schema=SEARCH_OUTPUT)
 
     async def call(self, arguments: dict[str, Any], ctx: ToolContext) -> types.CallToolResult:
-        problem = _check(arguments, {"query": str, "engine": str, "count": int, "recency": str, "domains": list})
+        problem = _check(arguments, {"query": str, "engine": str, "count": int, "recency": str, "domains": list,
+                                     "read_pages": bool})
         domains = arguments.get("domains") or []
         if problem is None and not all(isinstance(d, str) for d in domains):
             problem = "domains must be an array of strings"
@@ -114,6 +124,9 @@ class WebSearchTool:
         )
         if not result.ok:
             return _search_failed(result, ctx.search)
+        if ctx.reader is not None and arguments.get("read_pages", ctx.reading.enabled):
+            result = await ctx.reader.read(result, arguments["query"], replace(ctx.reading, enabled=True),
+                                           ctx.search.key)
         return types.CallToolResult(content=[types.TextContent(text=render.digest(result.query, result))],
                                     structured_content=result.to_document())
 

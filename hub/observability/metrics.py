@@ -60,6 +60,14 @@ WEB_FETCH_DURATION = Histogram(
     "web_fetch_call_duration_seconds", "Fetch latency, extraction included.", ["outcome"], registry=REGISTRY,
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 30, 60),
 )
+PAGES_READ = Counter(
+    "searchhub_pages_read_total", "Result pages read for passages after a search (webSearch.readPages), by "
+    "outcome: ok, timeout, blocked, error, skipped, budget.", ["outcome"], registry=REGISTRY,
+)
+PAGE_READ_DURATION = Histogram(
+    "searchhub_page_read_seconds", "Time from a search's answer until its pages' passages were ready.",
+    registry=REGISTRY, buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16),
+)
 WEB_FETCH_BYTES = Counter(
     "web_fetch_bytes_total", "Response body bytes read from the network by fetches.", registry=REGISTRY
 )
@@ -156,6 +164,8 @@ def _known_label_sets() -> None:
     `config_series` creates those for each config a Runtime is built from (hub/runtime.py)."""
     from .trace import _FAMILIES
 
+    for outcome in ("ok", "timeout", "blocked", "error", "skipped", "budget"):  # hub/fetcher/reading.py
+        PAGES_READ.labels(outcome)
     for client in (*(name for name, _ in _FAMILIES), "other"):  # hub/observability/trace.py's client_family
         SIDE_REQUESTS_SKIPPED.labels(client)
     for mode in ("tool", "presearch"):  # hub/turn/pipeline.py: webSearch.mode hybrid counts as presearch

@@ -31,6 +31,16 @@ class TargetTry(msgspec.Struct, rename="camel"):
     ms: float = 0.0  # until the answer (streams: its first byte) or the failure
 
 
+class PageVisit(msgspec.Struct, rename="camel"):
+    """A result page read after a search (webSearch.readPages): how it went."""
+
+    url: str
+    outcome: str  # ok, timeout, blocked, error, skipped, budget
+    chars: int = 0  # passage characters the model got from it
+    ms: float = 0.0
+    cached: bool = False
+
+
 class ServerCall(msgspec.Struct, rename="camel"):
     """One server-tool call (web_search, web_fetch, …)."""
 
@@ -47,6 +57,7 @@ class ServerCall(msgspec.Struct, rename="camel"):
     hits: int | None = None
     cached: bool = False
     at_ms: float = 0.0
+    pages: list[PageVisit] = []  # result pages read for passages
 
 
 class Decision(msgspec.Struct, rename="camel"):
@@ -120,7 +131,7 @@ class Trace(msgspec.Struct, rename="camel"):
         self.tool_call(ServerCall(
             tool, round, call.id, f.get("engine"), f.get("chosen_by"), f.get("query"), f.get("url"),
             outcome="ok" if call.ok else (f.get("outcome") or "error"), error=f.get("error"), hits=f.get("hits"),
-            cached=bool(f.get("cached"))), elapsed_s)
+            cached=bool(f.get("cached")), pages=f.get("pages") or []), elapsed_s)
 
     def guard(self, name: str) -> None:
         if name not in self.guards:

@@ -30,6 +30,18 @@ class Hit:
     snippet: str
     source: str | None = None
     published: str | None = None
+    passages: tuple[str, ...] = ()  # read from the page (hub/fetcher/reading.py): shown instead of the snippet
+
+
+@dataclass(frozen=True, slots=True)
+class PageRead:
+    """One result page read after a search: what a trace shows."""
+
+    url: str
+    outcome: str  # ok | timeout | blocked | error | skipped | budget
+    chars: int = 0  # passage characters given to the model
+    ms: float = 0.0
+    cached: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +75,7 @@ class SearchResult:
     engine_errors: tuple[tuple[str, str], ...] = ()  # (engine, error) of a multi engine's failed members
     usage: tuple[int, int] | None = None  # (input, output) tokens a model engine reported
     cost: float = 0.0  # what answering cost, by the engine's prices; 0 for a cache hit
+    pages: tuple[PageRead, ...] = ()  # the result pages read for passages, in hit order
 
     @property
     def ok(self) -> bool:
@@ -89,7 +102,7 @@ class SearchResult:
             "summary": self.summary,
             "cached": self.cached,
             "hits": [{"title": h.title, "url": h.url, "snippet": h.snippet, "source": h.source, "date": h.published}
-                     for h in self.hits],
+                     | ({"passages": list(h.passages)} if h.passages else {}) for h in self.hits],
         }
 
 

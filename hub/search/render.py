@@ -13,7 +13,7 @@ from __future__ import annotations
 import msgspec
 
 from ..core.citations import UNTRUSTED_NOTE, Source
-from .base import SearchResult
+from .base import Hit, SearchResult
 
 _encode = msgspec.json.encode
 
@@ -38,18 +38,25 @@ def _payload(result: SearchResult, first_n: int) -> dict:
     payload: dict = {"engine": result.engine, "query": result.query, "note": UNTRUSTED_NOTE}
     if result.summary:
         payload["summary"] = result.summary
-    results = []
-    for n, h in enumerate(result.hits, first_n):
-        hit = {"n": n, "title": h.title, "url": h.url, "snippet": h.snippet}
-        if h.published:
-            hit["published"] = h.published
-        if h.source:
-            hit["source"] = h.source
-        results.append(hit)
-    payload["results"] = results
+    payload["results"] = [{"n": n, **hit_fields(h)} for n, h in enumerate(result.hits, first_n)]
     if result.engine_errors:  # a multi engine's failed members: the model may retry on another engine
         payload["failed_engines"] = [{"engine": e, "error": msg} for e, msg in result.engine_errors]
     return payload
+
+
+def hit_fields(h: Hit) -> dict:
+    """A hit as the model reads it: the passages read from its page (excerpts, in page order), or the
+    engine's snippet when none were read."""
+    hit: dict = {"title": h.title, "url": h.url}
+    if h.passages:
+        hit["excerpts"] = list(h.passages)
+    else:
+        hit["snippet"] = h.snippet
+    if h.published:
+        hit["published"] = h.published
+    if h.source:
+        hit["source"] = h.source
+    return hit
 
 
 def error_text(message: str, engine: str | None = None) -> str:
@@ -74,6 +81,10 @@ def digest(query: str, result: SearchResult | None, snippet_cap: int = 4000) -> 
         lines += ["", f"[{n}] {hit.title or hit.url}", hit.url]
         if hit.published:
             lines.append(f"Published: {hit.published}")
+        if hit.passages:
+            lines.append("Excerpts of the page:")
+            lines += [f"> {p}" for p in hit.passages]
+            continue
         snippet = (hit.snippet or "").strip()
         if len(snippet) > snippet_cap:
             snippet = snippet[: snippet_cap - 1].rstrip() + "…"

@@ -17,7 +17,7 @@ from ..observability import (
     metrics,  # its names are read when used: hub/observability/metrics.py imports hub/fetcher, which imports us
 )
 from .base import MAX_QUERY_CHARS, UNAVAILABLE, Hit, Parsed, RawHit, SearchRequest, SearchResult, failure
-from .render import tool_bytes
+from .render import hit_fields, tool_bytes
 
 log = logging.getLogger("searchhub.search")
 
@@ -237,16 +237,24 @@ def size(result: SearchResult) -> int:
 
 
 def fit(result: SearchResult, max_bytes: int) -> SearchResult:
-    """Cut the result until its tool content fits max_bytes: trailing hits first, then the summary,
+    """Cut the result until its tool content fits max_bytes: passages read from pages first, then trailing
+    hits, then the summary,
     then the last hit's snippet and title, then the echoed query."""
     total = size(result)
     if total <= max_bytes:
         return result
     hits = list(result.hits)
+    # Passages read from the pages go first, the last hit's first: each such hit keeps its snippet.
+    for i in range(len(hits) - 1, -1, -1):
+        if total <= max_bytes:
+            break
+        if hits[i].passages:
+            hits[i] = replace(hits[i], passages=())
+            total = size(replace(result, hits=tuple(hits)))
     # Dropping trailing hits keeps the numbering of the others, so sizes add up exactly.
     while len(hits) > 1 and total > max_bytes:
         last = hits.pop()
-        total -= len(_encode({"n": len(hits) + 1, **_hit_fields(last)})) + 1
+        total -= len(_encode({"n": len(hits) + 1, **hit_fields(last)})) + 1
     result = replace(result, hits=tuple(hits))
     result = _shrink(result, "summary", max_bytes)
     if result.hits:
@@ -261,13 +269,6 @@ def fit(result: SearchResult, max_bytes: int) -> SearchResult:
     return result
 
 
-def _hit_fields(h: Hit) -> dict:
-    d: dict[str, Any] = {"title": h.title, "url": h.url, "snippet": h.snippet}
-    if h.source:
-        d["source"] = h.source
-    if h.published:
-        d["published"] = h.published
-    return d
 
 
 def _shrink(result: SearchResult, name: str, max_bytes: int) -> SearchResult:

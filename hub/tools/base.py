@@ -162,6 +162,7 @@ class ToolRequest:
     bill: SearchBill | None = None
     hosted_fetch: HostedFetch | None = None  # the client offered a provider-hosted fetch tool
     provider: str = ""  # the provider id of the target serving the request (per-backend settings)
+    context_size: str | None = None  # search_context_size (Responses tool, chat web_search_options): pages read
     transcript: Transcript = field(default_factory=Transcript)
 
     @property

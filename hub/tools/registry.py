@@ -11,6 +11,7 @@ import httpx
 from ..access.budget import Budget
 from ..config.settings import Config
 from ..fetcher import Fetcher, UrlPolicy
+from ..fetcher.reading import PageReader
 from ..search.service import SearchService
 from .base import ServerTool
 from .web_fetch import WebFetch
@@ -26,12 +27,14 @@ class Parts:
     search: SearchService
     budget: Budget | None = None  # per-key search budgets and cost (hub/access/budget.py)
     fetch: tuple[Fetcher, UrlPolicy] | None = None  # the fetcher and the operator's URL policy (webFetch)
+    reader: PageReader | None = None  # reads the top result pages of a search (webSearch.readPages)
 
 
 # kind -> how to build it (None: not configured)
 TOOLS: dict[str, Callable[[Parts], ServerTool | None]] = {
-    "web_search": lambda parts: WebSearch(parts.config.web_search, parts.search, parts.budget),
-    "web_fetch": lambda parts: WebFetch(parts.config.web_fetch, *parts.fetch, parts.budget) if parts.fetch else None,
+    "web_search": lambda parts: WebSearch(parts.config.web_search, parts.search, parts.budget, parts.reader),
+    "web_fetch": lambda parts: (WebFetch(parts.config.web_fetch, *parts.fetch, parts.budget)
+                                if parts.fetch and parts.config.web_fetch.enabled else None),
 }
 
 

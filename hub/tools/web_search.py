@@ -17,7 +17,9 @@ from typing import Any, ClassVar
 
 from ..access.budget import Budget
 from ..config.settings import WebSearchConfig
+from ..fetcher.reading import PageReader
 from ..observability import metrics
+from ..observability.trace import PageVisit
 from ..search import render
 from ..search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchResult, failure
 from ..search.metered import MeteredSearch
@@ -306,6 +308,8 @@ class SearchCall(ToolCall):
                   "query": self.query}
         if r is not None:
             fields.update(outcome=r.error_code, error=r.error, hits=len(r.hits) if r.ok else None, cached=r.cached)
+            if r.pages:
+                fields["pages"] = [PageVisit(p.url, p.outcome, p.chars, round(p.ms, 1), p.cached) for p in r.pages]
         return fields
 
 
@@ -343,8 +347,11 @@ class WebSearch:
 
     call_type = SearchCall
 
-    def __init__(self, config: WebSearchConfig, search: SearchService, budget: Budget | None = None) -> None:
+    def __init__(self, config: WebSearchConfig, search: SearchService, budget: Budget | None = None,
+                 reader: PageReader | None = None) -> None:
         self.name = config.tool_name
+        self.config = config
+        self.reader = reader
         self.search = search
         self._engines = bool(config.engines)
         self.budget = budget
@@ -392,6 +399,9 @@ class WebSearch:
                 blocked_domains=hosted.blocked_domains if hosted else (),
                 user_location=(hosted.user_location if hosted else None) or request.user_location,
             )
+            if self.reader is not None:
+                reading = self.config.limits_for(request.provider).read_pages.sized(request.context_size)
+                call.result = await self.reader.read(call.result, call.query, reading, request.key)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # engines return errors as data; this is a bug, not a reason to fail the turn

@@ -24,7 +24,7 @@ from ..observability import metrics
 from ..observability.logctx import chain_id_var
 from ..observability.logformat import DirectLog
 from ..observability.trace import Trace, client_family
-from ..protocols.chat.request import CONTEXT_COUNTS, search_options
+from ..protocols.chat.request import CONTEXT_COUNTS, context_size, search_options
 from ..routing.dispatch import Dispatcher
 from ..routing.router import Router
 from ..store import Store
@@ -33,6 +33,7 @@ from ..tools.base import ToolRequest, Transcript
 from ..tools.events import Options, Outcome
 from ..tools.keepalive import Feed
 from ..tools.registry import ServerTools
+from . import tool_choice
 from .answer import add_usage, fill_usage, final_finish, joined, recover_text_calls
 from .loop import LoopState, run_round
 from .presearch import search_call, search_query, with_results
@@ -86,8 +87,11 @@ class Turn:
     """One client turn through the tool loop: the round bodies, failover to the same target, our
     calls split from the client's, the hidden-call save, usage and texts summed over rounds."""
 
-    def __init__(self, pipeline: Pipeline, plan: Plan, *, stream: bool, trace: Trace | None = None) -> None:
-        self.pipeline = pipeline
+    def __init__(self, plan: Plan, *, config: Config, tools: ServerTools, dispatcher: Dispatcher, stream: bool,
+                 trace: Trace | None = None) -> None:
+        self.config = config
+        self.tools = tools
+        self.dispatcher = dispatcher
         self.plan = plan
         self.stream = stream
         self.trace = trace
@@ -108,10 +112,10 @@ class Turn:
 
     async def presearch(self, events: list | None) -> None:
         """Search with a query taken from the user's text and put the results in front of the model."""
-        ws_name = self.pipeline.config.web_search.tool_name
+        ws_name = self.config.web_search.tool_name
         query = search_query(latest_user_text(self.messages) or "")
         log.info("presearch: %r", query)
-        tool_msgs = await run_round(self.state, [search_call(new_id("call"), ws_name, query)], self.pipeline.tools,
+        tool_msgs = await run_round(self.state, [search_call(new_id("call"), ws_name, query)], self.tools,
                                     emit=events.append if events is not None else None)
         self.messages = with_results(self.messages, query, [str(m.get("content") or "") for m in tool_msgs])
         self.first = True
@@ -125,19 +129,21 @@ class Turn:
         if self.stream:
             b["stream_options"] = {**(b.get("stream_options") or {}), "include_usage": True}
         served = self.plan.served
-        tc = b.get("tool_choice")
-        forces_ours = tc == "required" or tool_name(tc) in served
+        tools = b.get("tools", [])
         if not allow:
-            tools = [t for t in b.get("tools", []) if tool_name(t) not in served]
+            tools = [t for t in tools if tool_name(t) not in served]
             if tools:
                 b["tools"] = tools
             else:
                 b.pop("tools", None)
                 b.pop("parallel_tool_calls", None)
-            if forces_ours or not tools:
-                b.pop("tool_choice", None)
-        elif not self.first and forces_ours:
-            b["tool_choice"] = "auto"  # a forced choice would make the model call our tools forever
+        if "tool_choice" in b:
+            choice = tool_choice.for_round(b["tool_choice"], served=served, allow=allow, first=self.first,
+                                           tools_left=bool(tools))
+            if choice is tool_choice.DROP:
+                del b["tool_choice"]
+            else:
+                b["tool_choice"] = choice
         self.first = False
         return b
 
@@ -153,7 +159,7 @@ class Turn:
         """Run our calls of a round; True when the model gets another round, False when the turn
         ends here (client calls in the same round: ours are hidden in the chain for the splice)."""
         round_log.info(f"round {self.state.rounds + 1}: {len(ours)} server tool call(s)")
-        tool_msgs = await run_round(self.state, ours, self.pipeline.tools,
+        tool_msgs = await run_round(self.state, ours, self.tools,
                                     emit=events.append if events is not None else None)
         assistant = {"role": "assistant", "content": text or None, "tool_calls": ours}
         if their_ids:
@@ -167,7 +173,7 @@ class Turn:
         metrics.LOOP_DEPTH.observe(state.rounds)
         metrics.TOOL_CALLS_PER_REQUEST.observe(len(state.calls))
         if self.trace is not None:
-            self.trace.finish_loop(state.sources, result, self.pipeline.config.trace.bodies, self.plan.body)
+            self.trace.finish_loop(state.sources, result, self.config.trace.bodies, self.plan.body)
         await self.plan.session.finish(finish, searching=bool(self.plan.served), google=self.plan.request.google)
 
 
@@ -278,7 +284,8 @@ class Pipeline:
             plan = self.plan(routing, provider)
             plan.candidates = tuple(t for t in routing.candidates
                                     if t.provider is provider or not self.plan(routing, t.provider).relay)
-            turn = turns[provider.id] = Turn(self, plan, stream=stream, trace=routing.opts.trace)
+            turn = turns[provider.id] = Turn(plan, config=self.config, tools=self.tools, dispatcher=self.dispatcher,
+                                             stream=stream, trace=routing.opts.trace)
         return turn
 
     def committed(self, routing: Routing, target: Target, trace: Trace | None) -> Plan:
@@ -302,6 +309,7 @@ class Pipeline:
         location, chat_count = search_options(body)  # chat's web_search_options
         plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, baidu=decision.baidu,
                                    count_hint=count or chat_count, user_location=location,
+                                   context_size=(opts.hosted.context_size if opts.hosted else None) or context_size(body),
                                    key=opts.key, bill=opts.bill, hosted_fetch=opts.hosted_fetch, provider=provider,
                                    transcript=Transcript(messages))
         chosen = [t for t in self.tools if t.offered(plan.request)]
@@ -312,9 +320,10 @@ class Pipeline:
         if added:
             new_body["tools"] = [*(body.get("tools") or []), *added]
         ws = self.config.web_search
-        if opts.force_call and body.get("tool_choice") is None and plan.mode == "tool" and ws.tool_name in self.tools:
-            # the client forced its hosted search: backends/quirks.py puts it in the family's forcing form
-            new_body["tool_choice"] = {"type": "function", "function": {"name": ws.tool_name}}
+        force = ws.tool_name if opts.force_call and plan.mode == "tool" and ws.tool_name in self.tools else None
+        choice = tool_choice.opening(body.get("tool_choice"), force=force)  # the client forced its hosted search
+        if choice is not None:
+            new_body["tool_choice"] = choice
         return new_body
 
     async def presearch(self, routing: Routing, turns: dict[str, Turn], *, stream: bool) -> list:

@@ -92,8 +92,8 @@ class StreamDriver:
         if not await turn.after_round(text, calls, self.their_ids, events):
             return None
         allow = turn.allowed()
-        it, target = await turn.pipeline.dispatcher.stream(turn.plan.route, turn.candidates, turn.body(allow),
-                                                           trace=turn.trace, server_tools=turn.pipeline.tools.names)
+        it, target = await turn.dispatcher.stream(turn.plan.route, turn.candidates, turn.body(allow),
+                                                           trace=turn.trace, server_tools=turn.tools.names)
         return allow, it, target
 
     def chunk(self, delta: dict) -> dict:

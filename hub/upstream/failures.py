@@ -30,6 +30,13 @@ _OVERFLOW = re.compile(
     r"exceed_context_size"
 )
 
+# How vLLM, llama.cpp and OpenAI word a context overflow, with the numbers they give.
+_CONTEXT_MAX = re.compile(r"maximum context length is (\d+) tokens", re.I)
+_CONTEXT_INPUT = re.compile(r"(?:request has|you requested) (\d+) (?:input )?tokens", re.I)
+_CONTEXT_SPLIT = re.compile(r"(\d+) in the messages, (\d+) in the completion", re.I)
+_COMPLETION_TOO_LARGE = re.compile(r"max_(?:completion_)?tokens'?.{0,40}too large", re.I | re.S)
+_CONTEXT_WORDS = re.compile(r"context (?:length|size|window)|too many tokens|prompt is too long", re.I)
+
 
 def error_message(body: bytes | None) -> tuple[str, dict]:
     """The message of an error body (OpenAI, vLLM, llama.cpp, llama-cpp-python/FastAPI, Ollama shapes)
@@ -81,4 +88,24 @@ def request_kind(status: int | None, message: str, err: dict) -> str | None:
         return "validation"
     if status is not None and status >= 500 and _VALIDATION.search(message):
         return "validation"  # llama-cpp-python answers pydantic errors with 500
+    return None
+
+
+def context_overflow(status: int | None, body: bytes | None) -> tuple[str, int | None, int | None] | None:
+    """("prompt" | "completion", prompt tokens, context length) when a backend's 4xx says the context
+    is exceeded; "completion" means the prompt fits and only max_tokens does not (vLLM)."""
+    if status not in (400, 413, 422):
+        return None
+    message, err = error_message(body)
+    if isinstance(err.get("n_prompt_tokens"), int) and isinstance(err.get("n_ctx"), int):  # llama.cpp
+        return "prompt", err["n_prompt_tokens"], err["n_ctx"]
+    limit = int(m.group(1)) if (m := _CONTEXT_MAX.search(message)) else None
+    if (m := _CONTEXT_SPLIT.search(message)) is not None:  # older vLLM: prompt + completion requested
+        prompt = int(m.group(1))
+        return ("prompt" if limit is not None and prompt >= limit else "completion"), prompt, limit
+    prompt = int(m.group(1)) if (m := _CONTEXT_INPUT.search(message)) else None
+    if _COMPLETION_TOO_LARGE.search(message):
+        return "completion", prompt, limit
+    if limit is not None or err.get("code") == "context_length_exceeded" or _CONTEXT_WORDS.search(message):
+        return "prompt", prompt, limit
     return None

@@ -53,6 +53,24 @@ vehicles a day once the detour signs come down at the end of the month.</p>
 <script>var analytics = "{SCRIPT_TEXT}";</script>
 </body></html>"""
 
+# Pages whose one fact sits deep in the body, far past anything an engine's teaser shows
+# (tests/test_read_pages.py). The facts are invented, so only the page can tell them.
+DEEP_FACT = "The Varnholt ferry carried 41,862 passengers in its first season, 1931."
+DEEP_FACT_ZH = "青澜湖观测站在2019年记录到的最低水位是3.72米。"
+_FILLER = ("The harbour museum keeps records of the river crossings, timetables and photographs of the "
+           "boats that served the town over the years, and volunteers answer questions on weekends. ")
+_FILLER_ZH = "当地的自然保护协会每年组织志愿者清理湖岸，并在游客中心展示湖区的历史照片和候鸟迁徙的资料。"
+
+
+def deep_page(fact: str, filler: str, title: str) -> bytes:
+    paragraphs = [f"<p>{filler * 3}</p>" for _ in range(8)]
+    paragraphs.insert(6, f"<p>{filler} {fact} {filler}</p>")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
+            f"<nav><a href='/'>Home</a> <a href='/news'>News</a></nav>"
+            f"<div class='cookie'>We use cookies. Accept all?</div><main><article><h1>{title}</h1>"
+            + "".join(paragraphs) + "</article></main><footer>Copyright 2026</footer></body></html>").encode()
+
+
 PDF_TEXT = "Quarterly report on bridge maintenance"
 
 
@@ -98,6 +116,11 @@ async def _trickle() -> AsyncIterator[bytes]:
     for _ in range(600):
         await asyncio.sleep(0.1)
         yield b"slow words arrive one at a time "
+
+
+async def _hang() -> AsyncIterator[bytes]:
+    await asyncio.sleep(60)
+    yield b"too late"
 
 
 class FakeWeb:
@@ -211,6 +234,12 @@ class FakeWeb:
                 return 302, {"Location": "/loop"}, b""
             case "/limited":
                 return 429, {"Content-Type": "text/plain"}, b"slow down"
+            case "/deep":
+                return 200, html, deep_page(DEEP_FACT, _FILLER, "Ferries of the lower river")
+            case "/deep-zh":
+                return 200, html, deep_page(DEEP_FACT_ZH, _FILLER_ZH, "青澜湖的故事")
+            case "/hang":  # answers nothing for a minute
+                return 200, html, _hang
             case "/host":
                 return 200, {"Content-Type": "text/plain"}, f"host header was {headers.get('host')}".encode()
         return 404, {"Content-Type": "text/plain"}, b"not found"

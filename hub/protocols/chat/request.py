@@ -161,6 +161,13 @@ CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}  # results per search for s
 _LOCATION_KEYS = ("country", "region", "city", "timezone")
 
 
+def context_size(body: dict) -> str | None:
+    """chat's `web_search_options.search_context_size` (low, medium, high), when given."""
+    opts = body.get("web_search_options")
+    size = opts.get("search_context_size") if isinstance(opts, dict) else None
+    return size if size in CONTEXT_COUNTS else None
+
+
 def search_options(body: dict) -> tuple[dict | None, int | None]:
     """(user location, results per search) from chat's `web_search_options` (checked by validate_chat).
 

@@ -390,3 +390,9 @@ def estimate_input_tokens(req: dict) -> int:
             except (TypeError, ValueError, OverflowError):
                 size += len(str(value))
     return max(1, size // 4)
+
+
+def wants_thinking(body: dict) -> bool:
+    """The request asks for extended thinking (a model alias or a commercial target may depend on it)."""
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")

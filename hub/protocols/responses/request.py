@@ -249,3 +249,10 @@ def _echo(req: dict, instructions: str | None, store: bool) -> dict[str, Any]:
         "user": pick("user", str),
         "metadata": pick("metadata", dict, {}),
     }
+
+
+def wants_thinking(body: dict) -> bool:
+    """The request asks for reasoning (a model alias or a commercial target may depend on it)."""
+    reasoning = body.get("reasoning")
+    effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
+    return isinstance(effort, str) and effort != "none"
