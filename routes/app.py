@@ -32,7 +32,7 @@ from hub.runtime import Gateway
 from hub.search.metered import SearchBill
 from hub.upstream.reachability import Reachability
 
-from . import admin, chat, messages, responses, search
+from . import admin, chat, codex, messages, responses, search
 from .admin import is_admin_path
 from .common import (
     SHUTTING_DOWN,
@@ -524,6 +524,7 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Gateway
         *responses.routes,
         *messages.routes,
         *search.routes,
+        *codex.routes,
         Route("/mcp", mcp),
     ]
     app = GatewayApp(routes=routes, lifespan=lifespan, exception_handlers={
