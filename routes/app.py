@@ -57,6 +57,12 @@ def _is_anthropic_path(path: str) -> bool:
     return path.startswith("/anthropic/") or path.startswith("/v1/messages")
 
 
+
+def _endpoint_name(path: str) -> str:
+    """The endpoint a metric, the access log and a trace name: the path's last part, and Codex's
+    standalone search as alpha/search (its own, beside /v1/search)."""
+    return "alpha/search" if "/alpha/" in path else path.rsplit("/", 1)[-1]
+
 class GatewayMiddleware:
     """Request id on every response and log line, gateway auth, request metrics. Plain ASGI: a
     BaseHTTPMiddleware would cost more per request than the rest of the relay."""
@@ -93,7 +99,7 @@ class GatewayMiddleware:
                     trace.error = error_message(message["body"])
             await send(message)
 
-        model_call = scope["method"] == "POST" and (path.startswith("/v1/") or path.startswith("/anthropic/"))
+        model_call = scope["method"] == "POST" and path.startswith(("/v1/", "/anthropic/", "/alpha/"))
         app_state = scope["app"].state
         gateway: Gateway = app_state.gateway
         drain: Drain = app_state.drain
@@ -131,8 +137,8 @@ class GatewayMiddleware:
             current_trace.reset(trace_token)
             if entry is not None:
                 drain.leave(entry)
-            if path.startswith("/v1/") or path.startswith("/anthropic/") or path == "/mcp":
-                endpoint = path.rsplit("/", 1)[-1] if not path.startswith("/v1/responses/") else "responses/{id}"
+            if path.startswith(("/v1/", "/anthropic/", "/alpha/")) or path == "/mcp":
+                endpoint = "responses/{id}" if path.startswith("/v1/responses/") else _endpoint_name(path)
                 metrics.child(metrics.REQUESTS, endpoint, str(status_box[0])).inc()
                 elapsed = time.perf_counter() - started
                 metrics.child(metrics.REQUEST_LATENCY, endpoint).observe(elapsed)
@@ -169,7 +175,7 @@ def _start_trace(shared, scope: Scope, rid: str, path: str, key: ApiKey | None) 
     shared.activity.request()
     if not (shared.traces.enabled or shared.telemetry.enabled):
         return None
-    endpoint = path.rsplit("/", 1)[-1]
+    endpoint = _endpoint_name(path)
     trace = Trace(rid, time.time(), "chat" if endpoint == "completions" else endpoint, client=family,
                   key=key.name if key else None)
     scope[TRACE_SCOPE_KEY] = trace

@@ -65,7 +65,8 @@ async def alpha_search(request: Request) -> Response:
     except GatewayError as e:  # not JSON, not an object, too large: said in the output, as every failure is
         return JSONResponse({"output": f"searchhub could not read this web.run call: {e.message}."})
     key, bill = caller(request)
-    parts = Parts(rt.metered(key, bill), rt.direct_fetch, rt.store, rt.config.responses_ttl_s)
+    parts = Parts(rt.metered(key, bill), rt.direct_fetch, rt.store, rt.config.responses_ttl_s, rt.reader,
+                  rt.config.web_search.limits.read_pages)
     try:
         output = await cancel_on_disconnect(request, answer(body, parts))
     except ClientGone as e:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -486,15 +487,23 @@ def gateway_for_hostile(tmp_path_factory, _search_fakes_server, _fake_model_serv
         logging.getLogger(name).removeHandler(handler)
 
 
-def test_the_v1_path_is_counted_and_traced_as_v1_search_is(gateway, fake_model, search_fakes) -> None:
+def test_both_paths_are_counted_and_traced(gateway, fake_model, search_fakes) -> None:
     from .test_search_api import metric
     from .test_traces import ADMIN, wait_trace
 
     cfg = codex_config(fake_model.url, search_fakes, api_keys=[{"key": ALICE, "name": "alice"}])
     cfg["server"]["adminKeys"] = [ADMIN]
     gw = gateway(cfg)
-    before = metric(gw, "searchhub_requests_total", endpoint="search", status="200")
+    before = metric(gw, "searchhub_requests_total", endpoint="alpha/search", status="200")
     assert "[turn0search0]" in output(gw, {"id": "traced", "commands": searched("rust")}, key=ALICE)
-    assert metric(gw, "searchhub_requests_total", endpoint="search", status="200") == before + 1
+    assert metric(gw, "searchhub_requests_total", endpoint="alpha/search", status="200") == before + 1
     (row,) = wait_trace(gw)
-    assert (row["endpoint"], row["status"], row["key"], row["error"]) == ("search", 200, "alice", None)
+    assert (row["endpoint"], row["status"], row["key"], row["error"]) == ("alpha/search", 200, "alice", None)
+    # a base URL without /v1 (Codex posts {base_url}/alpha/search): counted and traced the same way
+    assert "[turn1search0]" in output(gw, {"id": "traced", "commands": searched("rust")}, key=ALICE,
+                                      path="/alpha/search")
+    assert metric(gw, "searchhub_requests_total", endpoint="alpha/search", status="200") == before + 2
+    deadline = time.monotonic() + 5
+    while len(rows := wait_trace(gw)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [r["endpoint"] for r in rows] == ["alpha/search", "alpha/search"]

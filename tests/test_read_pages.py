@@ -229,3 +229,16 @@ def test_mcp_web_search_reads_pages_unless_told_not_to(gateway, fake_model, sear
     assert not read.is_error and DEEP_FACT in read.content[0].text
     assert read.structured_content["hits"][0]["passages"]
     assert DEEP_FACT not in unread.content[0].text and "passages" not in unread.structured_content["hits"][0]
+
+
+def test_codex_standalone_search_reads_pages(gateway, fake_model, search_fakes, site):
+    """POST /v1/alpha/search: each hit under its ref id carries the page's passages; "low" keeps snippets."""
+    gw = gateway(config(fake_model.url, search_fakes, site))
+    for size, reads in (("medium", True), ("low", False)):
+        search_fakes.script("searxng", teasers(site, "/deep"))
+        r = httpx.post(gw.url + "/v1/alpha/search", timeout=30, json={
+            "id": f"thread-{size}", "commands": {"search_query": [{"q": QUESTION}]},
+            "settings": {"search_context_size": size}})
+        assert r.status_code == 200
+        output = r.json()["output"]
+        assert "turn0search0" in output and (DEEP_FACT in output) is reads, output

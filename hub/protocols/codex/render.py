@@ -47,7 +47,9 @@ def search_block(search: Search, result: SearchResult, ref_ids: list[str], lengt
         lines.append(f"URL: {hit.url}")
         if hit.published:
             lines.append(f"Date: {hit.published}")
-        if hit.snippet:
+        if hit.passages:  # read from the page (webSearch.readPages): what answers, in page order
+            lines += [f"> {p}" for p in hit.passages]
+        elif hit.snippet:
             lines.append(truncate(hit.snippet, SNIPPET[length]))
     return "\n".join(lines)
 

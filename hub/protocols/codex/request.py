@@ -161,6 +161,7 @@ class Call:
     allowed: tuple[str, ...] = ()  # settings.filters, normalized
     blocked: tuple[str, ...] = ()
     user_location: dict | None = None
+    context_size: str | None = None  # settings.search_context_size: how much of the result pages is read
     notes: tuple[str, ...] = field(default=())  # what was ignored or bounded, said once in the answer
 
 
@@ -298,7 +299,9 @@ def decode(body: Any) -> Call:
         location = {k: v for k, v in settings.user_location.items()
                     if k in ("country", "city", "region", "timezone") and isinstance(v, str)}
     return Call(thread=thread, ops=tuple(ops), length=length, budget=output_budget(top.max_output_tokens),
-                allowed=allowed, blocked=blocked, user_location=location or None, notes=tuple(notes))
+                allowed=allowed, blocked=blocked, user_location=location or None,
+                context_size=settings.search_context_size if isinstance(settings.search_context_size, str) else None,
+                notes=tuple(notes))
 
 
 def _settings(value: Any, notes: list[str]) -> Settings:

@@ -18,8 +18,10 @@ from datetime import datetime
 from typing import Any
 
 from ...access.budget import Denial
+from ...config.settings import ReadPages
 from ...fetcher.direct import DirectFetch
 from ...fetcher.policy import DomainRules
+from ...fetcher.reading import PageReader
 from ...fetcher.result import FetchResult, Refusal
 from ...fetcher.urls import parse
 from ...search.base import BUDGET_EXHAUSTED, INVALID_TOOL_INPUT, QUERY_TOO_LONG, SearchResult
@@ -44,6 +46,8 @@ class Parts:
     fetch: DirectFetch | None
     store: Store
     ttl_s: float
+    reader: PageReader | None = None  # reads the top result pages of a search (webSearch.readPages)
+    reading: ReadPages = ReadPages()
 
 
 async def answer(body: Any, parts: Parts, *, now: datetime | None = None) -> str:
@@ -137,10 +141,14 @@ class _Run:
 
     async def _search(self, op: Search) -> SearchResult | str:
         try:
-            return await self.parts.search.search(
+            result = await self.parts.search.search(
                 op.query, count=render.RESULTS[self.length], recency=op.recency,
                 allowed_domains=domains_for(op.domains, self.call.allowed), blocked_domains=self.call.blocked,
                 user_location=self.call.user_location)
+            if self.parts.reader is not None:
+                reading = self.parts.reading.sized(self.call.context_size)
+                result = await self.parts.reader.read(result, op.query, reading, self.parts.search.key)
+            return result
         except Exception:
             log.exception("codex search: the search failed")
             return "the search failed inside the gateway (logged there)"
