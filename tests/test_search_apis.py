@@ -15,10 +15,7 @@ from pathlib import Path
 import pytest
 
 from hub.search import SearchResult
-from hub.search.base import EngineError
-from hub.search.engines.jina import read_page
 from hub.search.render import tool_text
-from hub.upstream.http import make_client
 
 from .fakes.search_apis import KEYS
 from .fakes.search_providers import Reply, config_with, search_service
@@ -299,54 +296,6 @@ def test_missing_key_is_a_config_error():
 
 
 # ---------------------------------------------------------------- Jina's reader
-
-
-def test_jina_reader_reads_a_page(fake):
-    async def go():
-        client = make_client(env={})
-        try:
-            return await read_page(client, "https://blog.rust-lang.org/2025/10/30/Rust-1.91.0/",
-                                   api_key=KEYS["jina"], base_url=fake.base_url(fake.server, "jina-reader"))
-        finally:
-            await client.aclose()
-
-    page = asyncio.run(go())
-    assert page.title == "Announcing Rust 1.91.0"
-    assert page.content.startswith("# Announcing Rust 1.91.0\n\nThe Rust team is happy to announce")
-    assert page.published == "2025-10-30T00:00:00Z"
-    (req,) = fake.calls("jina-reader")
-    assert req.json == {"url": "https://blog.rust-lang.org/2025/10/30/Rust-1.91.0/"}
-    assert req.headers["authorization"] == f"Bearer {KEYS['jina']}"
-
-
-@pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "not a url", ""])
-def test_jina_reader_refuses_non_http_urls(fake, url):
-    async def go():
-        client = make_client(env={})
-        try:
-            await read_page(client, url, base_url=fake.base_url(fake.server, "jina-reader"))
-        finally:
-            await client.aclose()
-
-    with pytest.raises(EngineError, match="http"):
-        asyncio.run(go())
-    assert fake.calls("jina-reader") == []
-
-
-def test_jina_reader_error_is_an_engine_error(fake):
-    fake.script("jina-reader", Reply(status=402, body={"code": 402, "name": "InsufficientBalanceError",
-                                                      "message": "Account balance not enough"}))
-
-    async def go():
-        client = make_client(env={})
-        try:
-            await read_page(client, "https://example.org/", api_key="jina_secret_key_123456",
-                            base_url=fake.base_url(fake.server, "jina-reader"))
-        finally:
-            await client.aclose()
-
-    with pytest.raises(EngineError, match="quota or plan limit.*balance not enough"):
-        asyncio.run(go())
 
 
 # ---------------------------------------------------------------- `searchhub search "今天的新闻" --engine ...`

@@ -171,17 +171,6 @@ class FakeSearchApis(FakeBase):
         ]
         return respond(reply, {"code": 200, "status": 20000, "data": data, "meta": {"usage": {"tokens": 10000}}})
 
-    @route("POST", "/jina-reader/", "jina-reader")
-    async def jina_reader(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
-        url = (rec.json or {}).get("url")
-        if not isinstance(url, str) or not url.startswith("http"):
-            return JSONResponse({"data": None, "code": 422, "status": 42206, "name": "ParamValidationError",
-                                 "message": "url is invalid"}, status_code=422)
-        data = {"title": "Announcing <b>Rust</b> 1.91.0", "description": "…", "url": url,
-                "content": "# Announcing Rust 1.91.0\n\nThe Rust team is happy\u200b to announce a new version.",
-                "publishedTime": "2025-10-30T00:00:00Z", "usage": {"tokens": 1432}}
-        return respond(reply, {"code": 200, "status": 20000, "data": data})
-
     @route("POST", "/perplexity/search")
     async def perplexity(self, request: Request, rec: Recorded, reply: Reply | None) -> Response:
         if not _bearer(rec, "perplexity"):
