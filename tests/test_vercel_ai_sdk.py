@@ -2,17 +2,21 @@
 of /v1/responses: two generateText turns with `store` at its default, so the second names the first
 turn's output items with `item_reference` (tests/node/two_turns.mjs), once plainly and once with the
 provider's hosted web search, against the gateway on loopback in front of the fake model and the fake
-search providers. Node.js 20+ and npm are required: without them, or when `npm ci` fails, the test
-fails saying so; it never skips."""
+search providers: on one gateway, and with turn 1 on replica A and turn 2 on replica B, the two sharing
+a real redis-server as their state store. Node.js 20+ and npm are required: without them, or when
+`npm ci` fails, the test fails saying so; it never skips."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
+import redis
 
 from .fakes.search_providers import KEYS
 from .helpers import base_config
@@ -49,9 +53,14 @@ def node() -> str:
     return node
 
 
-def run_two_turns(node: str, gw, mode: str) -> dict:
-    r = subprocess.run([node, str(SCRIPT), gw.url + "/v1", mode], cwd=NODE_DIR, capture_output=True, text=True,
-                       timeout=60)
+def two_turns(node: str, gw, mode: str, gw2=None) -> subprocess.CompletedProcess:
+    """Run tests/node/two_turns.mjs: both turns on `gw`, or turn 2 on `gw2` when given."""
+    args = [node, str(SCRIPT), gw.url + "/v1", mode] + ([gw2.url + "/v1"] if gw2 else [])
+    return subprocess.run(args, cwd=NODE_DIR, capture_output=True, text=True, timeout=60)
+
+
+def run_two_turns(node: str, gw, mode: str, gw2=None) -> dict:
+    r = two_turns(node, gw, mode, gw2)
     assert r.returncode == 0, f"the AI SDK script failed (exit {r.returncode}):\n{r.stderr[-4000:]}"
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -60,11 +69,39 @@ def types(items: list[dict]) -> list[str]:
     return [i.get("type") or ("message" if "role" in i else "?") for i in items]
 
 
-@pytest.mark.timeout(600)  # a first npm ci on a cold cache
-def test_two_plain_turns(gateway, fake_model, search_fakes, node) -> None:
-    gw = gateway(base_config(fake_model.url))
+def search_config(model_url: str, search_fakes) -> dict:
+    engine = {"id": "google", "type": "serper", "apiKey": KEYS["serper"],
+              "baseURL": search_fakes.base_url(search_fakes.server, "serper")}
+    return base_config(model_url, webSearch={"engines": [engine], "cacheTtlMs": 0})
+
+
+def shared_state(cfg: dict, redis_url: str) -> dict:
+    """`cfg` with the replicas' state (stored responses and their items) in Redis under a fresh prefix."""
+    return {**cfg, "state": {"backend": "redis", "url": redis_url, "keyPrefix": f"v{uuid.uuid4().hex[:8]}:",
+                             "timeoutMs": 2000}}
+
+
+def assert_referenced_items_in_redis(out: dict, redis_url: str, cfg: dict) -> None:
+    """Every item turn 2 referenced is kept in Redis, under the replicas' prefix: B resolved it there."""
+    with redis.Redis.from_url(redis_url, decode_responses=True) as r:
+        keys = list(r.scan_iter(cfg["state"]["keyPrefix"] + "*"))
+    refs = [i["id"] for i in out["second"]["input"] if i.get("type") == "item_reference"]
+    assert refs and all(any(k.endswith(ref) for k in keys) for ref in refs), (refs, keys)
+
+
+def script_plain(fake_model) -> None:
     fake_model.script({"content": "Nice to meet you, Bob."}, {"content": "Your name is Bob."})
-    out = run_two_turns(node, gw, "plain")
+
+
+def script_search(fake_model) -> None:
+    fake_model.script(
+        {"tool_calls": [{"name": "web_search", "arguments": {"query": "latest rust release"}}]},
+        {"content": "Rust 1.91.0 is the latest stable release [1]."},
+        {"content": "Rust 1.90.0 came before it."},
+    )
+
+
+def check_plain(out: dict, fake_model) -> None:
     assert out["first"]["text"] == "Nice to meet you, Bob." and out["second"]["text"] == "Your name is Bob."
     second = out["second"]["input"]
     assert types(second) == ["message", "item_reference", "message"], second  # the SDK referenced msg_…
@@ -76,17 +113,7 @@ def test_two_plain_turns(gateway, fake_model, search_fakes, node) -> None:
     ]
 
 
-@pytest.mark.timeout(600)
-def test_two_turns_with_hosted_web_search(gateway, fake_model, search_fakes, node) -> None:
-    engine = {"id": "google", "type": "serper", "apiKey": KEYS["serper"],
-              "baseURL": search_fakes.base_url(search_fakes.server, "serper")}
-    gw = gateway(base_config(fake_model.url, webSearch={"engines": [engine], "cacheTtlMs": 0}))
-    fake_model.script(
-        {"tool_calls": [{"name": "web_search", "arguments": {"query": "latest rust release"}}]},
-        {"content": "Rust 1.91.0 is the latest stable release [1]."},
-        {"content": "Rust 1.90.0 came before it."},
-    )
-    out = run_two_turns(node, gw, "search")
+def check_search(out: dict, fake_model, search_fakes) -> None:
     assert out["first"]["text"] == "Rust 1.91.0 is the latest stable release [1]."
     assert out["second"]["text"] == "Rust 1.90.0 came before it."
     second = out["second"]["input"]
@@ -98,3 +125,54 @@ def test_two_turns_with_hosted_web_search(gateway, fake_model, search_fakes, nod
         {"role": "assistant", "content": "Rust 1.91.0 is the latest stable release [1]."},
         {"role": "user", "content": "And the one before?"},
     ]
+
+
+@pytest.mark.timeout(600)  # a first npm ci on a cold cache
+def test_two_plain_turns(gateway, fake_model, search_fakes, node) -> None:
+    gw = gateway(base_config(fake_model.url))
+    script_plain(fake_model)
+    check_plain(run_two_turns(node, gw, "plain"), fake_model)
+
+
+@pytest.mark.timeout(600)
+def test_two_turns_with_hosted_web_search(gateway, fake_model, search_fakes, node) -> None:
+    gw = gateway(search_config(fake_model.url, search_fakes))
+    script_search(fake_model)
+    check_search(run_two_turns(node, gw, "search"), fake_model, search_fakes)
+
+
+# ---------------------------------------------------------------- turn 1 on replica A, turn 2 on B
+
+
+@pytest.mark.timeout(600)
+def test_two_plain_turns_across_replicas_sharing_redis(gateway, fake_model, search_fakes, redis_server,
+                                                       node) -> None:
+    cfg = shared_state(base_config(fake_model.url), redis_server.url)
+    a, b = gateway(cfg, name="a.json"), gateway(cfg, name="b.json")
+    script_plain(fake_model)
+    out = run_two_turns(node, a, "plain", b)
+    check_plain(out, fake_model)
+    assert_referenced_items_in_redis(out, redis_server.url, cfg)
+
+
+@pytest.mark.timeout(600)
+def test_two_turns_with_hosted_web_search_across_replicas_sharing_redis(gateway, fake_model, search_fakes,
+                                                                        redis_server, node) -> None:
+    cfg = shared_state(search_config(fake_model.url, search_fakes), redis_server.url)
+    a, b = gateway(cfg, name="a.json"), gateway(cfg, name="b.json")
+    script_search(fake_model)
+    out = run_two_turns(node, a, "search", b)
+    check_search(out, fake_model, search_fakes)
+    assert_referenced_items_in_redis(out, redis_server.url, cfg)
+
+
+@pytest.mark.timeout(600)
+def test_replicas_without_shared_state_name_the_unknown_item(gateway, fake_model, search_fakes, node) -> None:
+    """The control for the two above: each replica with its own memory store, B cannot resolve A's
+    msg_… and says so (so the tests above pass only through the shared store, on two replicas)."""
+    a, b = gateway(base_config(fake_model.url), name="a.json"), gateway(base_config(fake_model.url), name="b.json")
+    script_plain(fake_model)
+    r = two_turns(node, a, "plain", b)
+    assert r.returncode != 0 and "statusCode: 400" in r.stderr, r.stderr[-4000:]
+    assert re.search(r"Item with id 'msg_\w+' not found", r.stderr), r.stderr[-4000:]
+    assert len(fake_model.requests) == 1  # turn 2 never reached the model
