@@ -1,11 +1,18 @@
 """Chat Completions request check: every field the gateway reads has the type it reads it as.
 
-One pass at decode, so the pipeline, the loop and the encoders can trust the shape; a wrong type is a
-BadRequest naming its JSON path (`messages[2].tool_calls[0].function.name`), never a 500 later.
-Fields the gateway only forwards are the backend's business and are left alone.
+The fields are declared once, as msgspec Structs (`ChatRequest`); one `msgspec.convert` checks a body
+against them at decode, so the pipeline, the loop and the encoders can trust the shape. A wrong type
+is a BadRequest naming its JSON path (`messages[2].tool_calls[0].function.name`), never a 500 later.
+Fields the gateway only forwards are the backend's business: unknown fields are left alone, and the
+body itself stays the dict the client sent.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from ...core.errors import BadRequest
 
@@ -13,148 +20,116 @@ ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function
 TOOL_CHOICES = frozenset({"auto", "none", "required"})
 CONTEXT_SIZES = frozenset({"low", "medium", "high"})
 
-
-def _bad(path: str, problem: str) -> BadRequest:
-    return BadRequest(f"'{path}' {problem}", param=path)
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+class ContentPart(msgspec.Struct):
+    type: str
+    text: str | None = None  # required when type is "text" (checked after the decode)
 
 
-def _content(content: object, path: str) -> None:
-    if content is None or isinstance(content, str):
-        return
-    if not isinstance(content, list):
-        raise _bad(path, "must be a string, an array of content parts or null")
-    for j, part in enumerate(content):
-        where = f"{path}[{j}]"
-        if not isinstance(part, dict):
-            raise _bad(where, "must be a content part object")
-        kind = part.get("type")
-        if not isinstance(kind, str):
-            raise _bad(f"{where}.type", "must be a string")
-        if kind == "text" and not isinstance(part.get("text"), str):
-            raise _bad(f"{where}.text", "must be a string")
+class CallFunction(msgspec.Struct):
+    name: NonEmpty
+    arguments: str | dict[str, Any] | None = None
 
 
-def _function(fn: object, path: str, *, arguments: bool) -> None:
-    if not isinstance(fn, dict):
-        raise _bad(path, "must be an object")
-    name = fn.get("name")
-    if not isinstance(name, str) or not name:
-        raise _bad(f"{path}.name", "must be a non-empty string")
-    if "description" in fn and fn["description"] is not None and not isinstance(fn["description"], str):
-        raise _bad(f"{path}.description", "must be a string")
-    if arguments and fn.get("arguments") is not None and not isinstance(fn["arguments"], str | dict):
-        raise _bad(f"{path}.arguments", "must be a JSON string")
-    if not arguments and fn.get("parameters") is not None and not isinstance(fn["parameters"], dict):
-        raise _bad(f"{path}.parameters", "must be a JSON Schema object")
+class ToolCall(msgspec.Struct):
+    function: CallFunction
+    id: str | None = None
 
 
-def _message(m: object, i: int) -> None:
-    path = f"messages[{i}]"
-    if not isinstance(m, dict):
-        raise _bad(path, "must be an object")
-    role = m.get("role")
-    if not isinstance(role, str) or role not in ROLES:
-        raise _bad(f"{path}.role", f"must be one of {sorted(ROLES)}")
-    _content(m.get("content"), f"{path}.content")
-    for key in ("name", "reasoning_content"):
-        if m.get(key) is not None and not isinstance(m[key], str):
-            raise _bad(f"{path}.{key}", "must be a string")
-    if role == "tool" and not isinstance(m.get("tool_call_id"), str):
-        raise _bad(f"{path}.tool_call_id", "is required for tool messages and must be a string")
-    calls = m.get("tool_calls")
-    if calls is None:
-        return
-    if not isinstance(calls, list):
-        raise _bad(f"{path}.tool_calls", "must be an array")
-    for j, call in enumerate(calls):
-        where = f"{path}.tool_calls[{j}]"
-        if not isinstance(call, dict):
-            raise _bad(where, "must be an object")
-        if call.get("id") is not None and not isinstance(call["id"], str):
-            raise _bad(f"{where}.id", "must be a string")
-        _function(call.get("function"), f"{where}.function", arguments=True)
+class Message(msgspec.Struct):
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[ContentPart] | None = None
+    name: str | None = None
+    reasoning_content: str | None = None
+    tool_call_id: str | None = None  # required for role "tool" (checked after the decode)
+    tool_calls: list[ToolCall] | None = None
 
 
-def _tools(tools: object) -> None:
-    if tools is None:
-        return
-    if not isinstance(tools, list):
-        raise _bad("tools", "must be an array of tool objects")
-    for i, tool in enumerate(tools):
-        path = f"tools[{i}]"
-        if not isinstance(tool, dict):
-            raise _bad(path, "must be a tool object")
-        kind = tool.get("type")
-        if kind is not None and not isinstance(kind, str):
-            raise _bad(f"{path}.type", "must be a string")
-        if kind in (None, "function") or "function" in tool:
-            _function(tool.get("function"), f"{path}.function", arguments=False)
+class ToolFunction(msgspec.Struct):
+    name: NonEmpty
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
 
 
-def _tool_choice(choice: object) -> None:
-    if choice is None or (isinstance(choice, str) and choice in TOOL_CHOICES):
-        return
-    if not isinstance(choice, dict):
-        raise _bad("tool_choice", f"must be one of {sorted(TOOL_CHOICES)} or an object")
-    if not isinstance(choice.get("type"), str):
-        raise _bad("tool_choice.type", "must be a string")
-    if "function" in choice:
-        fn = choice["function"]
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise _bad("tool_choice.function", "must be an object with a string 'name'")
+class Tool(msgspec.Struct):
+    type: str | None = None
+    function: ToolFunction | None = None  # required for a function tool (checked after the decode)
 
 
-def _web_search_options(opts: object) -> None:
-    if opts is None:
-        return
-    if not isinstance(opts, dict):
-        raise _bad("web_search_options", "must be an object")
-    size = opts.get("search_context_size")
-    if size is not None and (not isinstance(size, str) or size not in CONTEXT_SIZES):
-        raise _bad("web_search_options.search_context_size", f"must be one of {sorted(CONTEXT_SIZES)}")
-    loc = opts.get("user_location")
-    if loc is None:
-        return
-    if not isinstance(loc, dict):
-        raise _bad("web_search_options.user_location", "must be an object")
-    approx = loc.get("approximate")
-    if approx is not None and not isinstance(approx, dict):
-        raise _bad("web_search_options.user_location.approximate", "must be an object")
-    for key, value in (approx or {}).items():
-        if value is not None and not isinstance(value, str):
-            raise _bad(f"web_search_options.user_location.approximate.{key}", "must be a string")
+class ChoiceFunction(msgspec.Struct):
+    name: str
+
+
+class ToolChoice(msgspec.Struct):
+    type: str
+    function: ChoiceFunction | None = None
+
+
+class UserLocation(msgspec.Struct):
+    approximate: dict[str, str | None] | None = None  # the flat form's fields are read as they come
+
+
+class WebSearchOptions(msgspec.Struct):
+    search_context_size: Literal["low", "medium", "high"] | None = None
+    user_location: UserLocation | None = None
+
+
+class ChatRequest(msgspec.Struct):
+    """The fields of a chat request the gateway reads, with the types it reads them as."""
+
+    model: NonEmpty
+    messages: Annotated[list[Message], msgspec.Meta(min_length=1)]
+    tools: list[Tool] | None = None
+    tool_choice: Literal["auto", "none", "required"] | ToolChoice | None = None
+    web_search_options: WebSearchOptions | None = None
+    stream: bool | None = None
+    parallel_tool_calls: bool | None = None
+    enable_web_search: bool | None = None
+    web_search: bool | None = None
+    stream_options: dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    reasoning_effort: str | None = None
+
+
+_AT = re.compile(r" - at `\$\.?(.*)`$")
+_MISSING = re.compile(r"^Object missing required field `([^`]+)`")
 
 
 def validate_chat(body: dict) -> None:
     """Raise BadRequest for the first field of a chat request the gateway cannot read."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model:
-        raise BadRequest("'model' is required and must be a non-empty string", param="model")
-    messages = body.get("messages")
-    if messages is None:
-        raise BadRequest("'messages' is required", param="messages")
-    if not isinstance(messages, list) or not messages:
-        raise BadRequest("'messages' must be a non-empty array", param="messages")
-    for i, m in enumerate(messages):
-        _message(m, i)
-    _tools(body.get("tools"))
-    _tool_choice(body.get("tool_choice"))
-    _web_search_options(body.get("web_search_options"))
-    for key in ("stream", "parallel_tool_calls", "enable_web_search", "web_search"):
-        if body.get(key) is not None and not isinstance(body[key], bool):
-            raise _bad(key, "must be a boolean")
-    for key in ("stream_options", "response_format"):
-        if body.get(key) is not None and not isinstance(body[key], dict):
-            raise _bad(key, "must be an object")
-    for key in ("max_tokens", "max_completion_tokens"):
-        if body.get(key) is not None and not _is_int(body[key]):
-            raise _bad(key, "must be an integer")
-    if body.get("reasoning_effort") is not None and not isinstance(body["reasoning_effort"], str):
-        raise _bad("reasoning_effort", "must be a string")
+    try:
+        request = msgspec.convert(body, ChatRequest)
+    except msgspec.ValidationError as e:
+        raise _bad_request(str(e)) from None
+    for i, m in enumerate(request.messages):
+        if m.role == "tool" and m.tool_call_id is None:
+            raise BadRequest(f"'messages[{i}].tool_call_id' is required for tool messages and must be a string",
+                             param=f"messages[{i}].tool_call_id")
+        for j, part in enumerate(m.content if isinstance(m.content, list) else ()):
+            if part.type == "text" and part.text is None:
+                raise BadRequest(f"'messages[{i}].content[{j}].text' is required for a text part",
+                                 param=f"messages[{i}].content[{j}].text")
+    for i, tool in enumerate(request.tools or ()):
+        if tool.function is None and tool.type in (None, "function"):
+            raise BadRequest(f"'tools[{i}].function' is required for a function tool", param=f"tools[{i}].function")
+
+
+def _bad_request(message: str) -> BadRequest:
+    """msgspec's error ("Expected `str`, got `int` - at `$.messages[0].role`") with its path as the param."""
+    at = _AT.search(message)
+    path = at.group(1) if at else ""
+    text = message[: at.start()] if at else message
+    missing = _MISSING.match(text)
+    if missing:
+        path = f"{path}.{missing.group(1)}" if path else missing.group(1)
+        return BadRequest(f"'{path}' is required", param=path)
+    if not path:
+        return BadRequest(f"invalid chat request: {text}")
+    return BadRequest(f"'{path}': {text}", param=path)
 
 
 CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}  # results per search for search_context_size
