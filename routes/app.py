@@ -32,7 +32,7 @@ from hub.runtime import Gateway
 from hub.search.metered import SearchBill
 from hub.upstream.reachability import Reachability
 
-from . import admin, chat, codex, messages, responses, search
+from . import admin, chat, codex, messages, ollama, responses, search
 from .admin import is_admin_path
 from .common import (
     SHUTTING_DOWN,
@@ -46,11 +46,15 @@ from .common import (
     shutting_down,
 )
 from .mcp import McpEndpoint
+from .ollama import is_ollama_path
 
 log = logging.getLogger("searchhub.http")
 access_log = DirectLog("searchhub.http")  # one line per request: the cheap path (hub/observability/logformat.py)
 GC_YOUNG = 10_000  # collect the young generation after this many new containers; see create_app
 _OPEN_PATHS = frozenset({"/health", "/metrics"})
+# The gateway's API paths: a POST to one is a model or search call (traced, drained), and each
+# request to one (and to /mcp) is counted on /metrics and in the access log.
+_API_PREFIXES = ("/v1/", "/anthropic/", "/alpha/", "/api/")
 
 
 def _is_anthropic_path(path: str) -> bool:
@@ -59,8 +63,11 @@ def _is_anthropic_path(path: str) -> bool:
 
 
 def _endpoint_name(path: str) -> str:
-    """The endpoint a metric, the access log and a trace name: the path's last part, and Codex's
-    standalone search as alpha/search (its own, beside /v1/search)."""
+    """The endpoint a metric, the access log and a trace name: the path's last part, Codex's
+    standalone search as alpha/search (its own, beside /v1/search), Ollama's web API as api/web_search
+    and api/web_fetch."""
+    if is_ollama_path(path):
+        return path[1:]
     return "alpha/search" if "/alpha/" in path else path.rsplit("/", 1)[-1]
 
 class GatewayMiddleware:
@@ -99,7 +106,7 @@ class GatewayMiddleware:
                     trace.error = error_message(message["body"])
             await send(message)
 
-        model_call = scope["method"] == "POST" and path.startswith(("/v1/", "/anthropic/", "/alpha/"))
+        model_call = scope["method"] == "POST" and path.startswith(_API_PREFIXES)
         app_state = scope["app"].state
         gateway: Gateway = app_state.gateway
         drain: Drain = app_state.drain
@@ -137,7 +144,7 @@ class GatewayMiddleware:
             current_trace.reset(trace_token)
             if entry is not None:
                 drain.leave(entry)
-            if path.startswith(("/v1/", "/anthropic/", "/alpha/")) or path == "/mcp":
+            if path.startswith(_API_PREFIXES) or path == "/mcp":
                 endpoint = "responses/{id}" if path.startswith("/v1/responses/") else _endpoint_name(path)
                 metrics.child(metrics.REQUESTS, endpoint, str(status_box[0])).inc()
                 elapsed = time.perf_counter() - started
@@ -183,13 +190,13 @@ def _start_trace(shared, scope: Scope, rid: str, path: str, key: ApiKey | None) 
 
 
 def error_message(body: bytes) -> str:
-    """The message of an error response (OpenAI or Anthropic shape), for the trace."""
+    """The message of an error response (OpenAI, Anthropic or Ollama shape), for the trace."""
     try:
         data = msgspec.json.decode(body[:65536])
     except msgspec.DecodeError:
         return "error"
     err = data.get("error") if isinstance(data, dict) else None
-    msg = err.get("message") if isinstance(err, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else err
     return msg[:300] if isinstance(msg, str) and msg else "error"
 
 
@@ -204,6 +211,8 @@ def _money(cost: float) -> str:
 async def _unauthorized(path: str, send: Send) -> None:
     if _is_anthropic_path(path):
         body = {"type": "error", "error": {"type": "authentication_error", "message": "invalid or missing API key"}}
+    elif is_ollama_path(path):
+        body = {"error": "invalid or missing API key (send 'Authorization: Bearer <key>')"}
     else:
         body = {"error": {"message": "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key')",
                           "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}
@@ -269,6 +278,8 @@ async def models(request: Request) -> Response:
 def _error_body(path: str, status: int, etype: str, message: str) -> dict:
     if _is_anthropic_path(path):
         return {"type": "error", "error": {"type": etype, "message": message}}
+    if is_ollama_path(path):
+        return {"error": message}
     return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error",
                       "param": None, "code": None}}
 
@@ -335,7 +346,10 @@ def _shutting_down(path: str) -> Response:
     (529 overloaded_error on Anthropic's), with retry-after, and the connection closed after it so
     that a proxy's next request takes a new connection, to another replica."""
     err = shutting_down()
-    response = messages.anthropic_error(err) if _is_anthropic_path(path) else openai_error(err)
+    if _is_anthropic_path(path):
+        response = messages.anthropic_error(err)
+    else:
+        response = ollama.error_response(err) if is_ollama_path(path) else openai_error(err)
     response.headers["x-should-retry"] = "true"
     response.headers["connection"] = "close"
     return response
@@ -531,6 +545,7 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Gateway
         *messages.routes,
         *search.routes,
         *codex.routes,
+        *ollama.routes,
         Route("/mcp", mcp),
     ]
     app = GatewayApp(routes=routes, lifespan=lifespan, exception_handlers={

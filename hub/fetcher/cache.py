@@ -23,6 +23,7 @@ class _Stored(msgspec.Struct, array_like=True):
     retrieved_at: str
     truncated: bool
     media_type: str
+    links: tuple[str, ...] = ()  # last, with a default: an entry stored before links were kept reads as none
 
 
 def cache_key(normalized_url: str, policy_id: str) -> str:
@@ -43,11 +44,11 @@ class FetchCache:
             return None
         return FetchResult(url=url, final_url=stored.final_url, title=stored.title, text=stored.text,
                            retrieved_at=stored.retrieved_at, truncated=stored.truncated,
-                           media_type=stored.media_type, cached=True)
+                           media_type=stored.media_type, cached=True, links=stored.links)
 
     async def put(self, result: FetchResult) -> None:
         if not result.ok or result.cached:
             return
         stored = _Stored(result.final_url, result.title, result.text, result.retrieved_at, result.truncated,
-                         result.media_type)
+                         result.media_type, result.links)
         await self._cache.put(cache_key(result.url, self.policy_id), stored)

@@ -1,6 +1,8 @@
-"""Fetched bytes -> (title, readable text). HTML goes through trafilatura (main content, no
-navigation, scripts or comments), PDF through pypdf, plain text, Markdown and JSON are decoded.
-Everything here is synchronous and CPU-bound: the fetcher runs it in a worker thread."""
+"""Fetched bytes -> (title, readable text, links). HTML goes through trafilatura (main content, no
+navigation, scripts or comments), PDF through pypdf, plain text, Markdown and JSON are decoded. An
+HTML page's links (all of its `<a href>`, navigation included) are collected apart from its text,
+which they leave as it is. Everything here is synchronous and CPU-bound: the fetcher runs it in a
+worker thread."""
 
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ import io
 import logging
 import re
 from dataclasses import dataclass
+from urllib.parse import urljoin
+
+from .urls import Target, parse
 
 log = logging.getLogger("searchhub.fetch")
 
@@ -23,12 +28,16 @@ MEDIA_TYPES = {
 _GENERIC = ("", "application/octet-stream", "binary/octet-stream")
 _CHARSET = re.compile(r"charset\s*=\s*\"?([A-Za-z0-9._:-]{1,40})", re.I)
 _TITLE = re.compile(rb"<title[^>]*>(.{0,600}?)</title", re.I | re.S)
+MAX_LINKS = 100  # per page, the first ones in document order
+MAX_LINK_CHARS = 2048
+_HREF_DROPPED = re.compile(r"[\t\n\r]")  # what a browser removes from a URL before parsing it
 
 
 @dataclass(frozen=True, slots=True)
 class Extracted:
     title: str | None
     text: str
+    links: tuple[str, ...] = ()  # absolute http(s) URLs, deduplicated (HTML only)
 
 
 class Unreadable(Exception):
@@ -104,7 +113,61 @@ def _html(body: bytes, charset: str | None, url: str) -> Extracted:
     if not title:
         m = _TITLE.search(body)
         title = decode(m.group(1), charset).strip() if m else None
-    return Extracted(title or None, text or "")
+    return Extracted(title or None, text or "", links_of(page, url))
+
+
+def links_of(page: str | bytes, base_url: str) -> tuple[str, ...]:
+    """The page's links in document order: every `<a>` and `<area>` href resolved against the page's
+    `<base href>` (itself resolved against `base_url`, the URL the page came from) or `base_url`,
+    kept when it is an http(s) URL the fetcher could parse (no credentials, at most MAX_LINK_CHARS),
+    in its normalized spelling without the fragment; each URL once, at most MAX_LINKS. Never raises:
+    a page lxml cannot parse has no links."""
+    from trafilatura.utils import load_html
+
+    try:
+        tree = load_html(page)
+        if tree is None:
+            return ()
+        base = base_url
+        for element in tree.iter("base"):
+            href = element.get("href")
+            if href:
+                joined = _absolute(base_url, href)
+                if joined is not None:
+                    base = joined
+                break
+        seen: set[str] = set()
+        links: list[str] = []
+        for element in tree.iter("a", "area"):
+            href = element.get("href")
+            if not href or href.lstrip().startswith("#"):  # a place on this page
+                continue
+            url = _absolute(base, href)
+            if url is not None and url not in seen:
+                seen.add(url)
+                links.append(url)
+                if len(links) >= MAX_LINKS:
+                    break
+        return tuple(links)
+    except Exception as e:  # the links are an extra: whatever breaks here must not cost the page its text
+        log.info("link extraction failed: %s", type(e).__name__)
+        return ()
+
+
+def _absolute(base: str, href: str) -> str | None:
+    """An href as an absolute http(s) URL without its fragment, or None (javascript:, data:, mailto:,
+    credentials, a host that is no host, too long)."""
+    raw = _HREF_DROPPED.sub("", href.strip()).replace(" ", "%20")
+    if not raw or len(raw) > MAX_LINK_CHARS:
+        return None
+    try:
+        joined = urljoin(base, raw) if base else raw
+    except ValueError:
+        return None
+    target = parse(joined.split("#", 1)[0], max_chars=MAX_LINK_CHARS)
+    if not isinstance(target, Target) or target.userinfo:
+        return None
+    return target.url
 
 
 def _pdf(body: bytes, max_chars: int) -> Extracted:

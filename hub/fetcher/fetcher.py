@@ -203,7 +203,7 @@ class Fetcher:
         result = FetchResult(
             url=start.url, final_url=final.url, title=clean_text(doc.title, TITLE_CAP) or None,
             text=truncate(text, cap), retrieved_at=now_iso(), truncated=body.truncated or len(text) > cap,
-            media_type=mt or kind,
+            media_type=mt or kind, links=doc.links,
         )
         return result, not body.timed_out
 

@@ -45,6 +45,7 @@ class FetchResult:
     error: str | None = None
     error_code: str | None = None
     cached: bool = False
+    links: tuple[str, ...] = ()  # an HTML page's absolute http(s) links (hub/fetcher/extract.py links_of)
 
     @property
     def ok(self) -> bool:
