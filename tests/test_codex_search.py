@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import logging
 import time
 import uuid
@@ -191,27 +192,33 @@ def test_open_find_and_click_by_ref_id(gateway, fake_model, search_fakes, web) -
     assert f"[turn0search1] Bridge guide\nURL: {web.origin}/guide.md" in first
 
     opened = output(gw, {**thread, "commands": {"open": [{"ref_id": "turn0search0", "lineno": 4}]}})
-    assert f"# [turn1fetch0] How the Kestrel Bridge Was Rebuilt\nURL: {web.origin}/article\n(lines 4-10 of 10)\n" \
-           "L4: Engineers replaced the original riveted iron girders with weathering steel" in opened
+    assert f"# [turn1fetch0] How the Kestrel Bridge Was Rebuilt\nURL: {web.origin}/article\n(lines 4-" in opened
+    assert "\nL4: Engineers replaced the original riveted iron girders with weathering steel" in opened
     assert "L3:" not in opened and "Subscribe to our newsletter" not in opened
+    # the article's HTML links (their text is not in the extracted text) follow it, numbered for click
+    assert "Links on this page:" in opened
+    n = int(re.search(rf"【(\d+)†{re.escape(web.origin)}/privacy】", opened).group(1))
+    privacy = output(gw, {**thread, "commands": {"click": [{"ref_id": "turn1fetch0", "id": n}]}})
+    assert f'click "turn1fetch0" id {n} ({web.origin}/privacy): the site answered HTTP 404' in privacy
+    assert "/privacy" in [path for path, _ in web.requests]
 
     found = output(gw, {**thread, "commands": {"find": [{"ref_id": "turn1fetch0", "pattern": "WEATHERING  steel"}]}})
     assert f'# find "WEATHERING steel" in [turn1fetch0] {web.origin}/article: 1 line(s)\n' \
            "L4: Engineers replaced the original riveted iron girders with weathering steel" in found
     nothing = output(gw, {**thread, "commands": {"find": [{"ref_id": "turn0search0", "pattern": "suspension"}]}})
-    assert "no line contains it (the page has 10 lines)" in nothing
+    assert "no line contains it (the page has 22 lines)" in nothing
 
     guide = output(gw, {**thread, "commands": {"open": [{"ref_id": "turn0search1"}]}})
-    assert "# [turn4fetch0] Bridge guide" in guide
+    assert "# [turn5fetch0] Bridge guide" in guide
     assert "L2: Read 【0†the article】 or 【1†the notes】." in guide
     assert "L3: A mirror lives at 【2†https://mirror.example/guide】." in guide
     # link 1 of the opened page, by its fetch ref id or by the ref id it was opened from
-    for ref_id in ("turn4fetch0", "turn0search1"):
+    for ref_id in ("turn5fetch0", "turn0search1"):
         clicked = output(gw, {**thread, "commands": {"click": [{"ref_id": ref_id, "id": 1}]}})
         assert f"(link 1 of {ref_id})\nURL: {web.origin}/notes.txt\n" in clicked
         assert "L1: Plain notes: line one.\nL2: Line two." in clicked
-    beyond = output(gw, {**thread, "commands": {"click": [{"ref_id": "turn4fetch0", "id": 7}]}})
-    assert 'click "turn4fetch0" id 7: the page has links 0-2' in beyond
+    beyond = output(gw, {**thread, "commands": {"click": [{"ref_id": "turn5fetch0", "id": 7}]}})
+    assert 'click "turn5fetch0" id 7: the page has links 0-2' in beyond
 
 
 def test_a_click_into_a_private_address_is_refused_by_the_fetch_policy(gateway, fake_model, search_fakes,
@@ -385,7 +392,7 @@ def test_recorded_codex_calls_replay(gateway, fake_model, search_fakes, web) -> 
     assert out == first["response"]["body"]["output"]
     body = json.loads(json.dumps(second["request"]["body"]).replace(RECORDED_ORIGIN, web.origin))
     out = output(gw, body, headers=_sent_headers(second))
-    assert f"# [turn1fetch0] How the Kestrel Bridge Was Rebuilt\nURL: {web.origin}/article\n(lines 2-10 of 10)" in out
+    assert f"# [turn1fetch0] How the Kestrel Bridge Was Rebuilt\nURL: {web.origin}/article\n(lines 2-" in out
     assert 'find "1.91" in "turn0search0": port 443 is not allowed' in out  # the site only is opened here
     assert "\n\ntime UTC+08:00: " in out
 

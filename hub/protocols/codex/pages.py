@@ -4,8 +4,9 @@ The same text always gives the same lines and links (open, find and click agree,
 and replicas). Blank lines are dropped and long lines wrapped at WRAP characters, so a line number
 points at a readable slice and a window of lines has a predictable size. Links are the ones the
 page's text carries: Markdown links (`[text](url)`, relative ones resolved against the page's URL)
-and bare http(s) URLs, each shown inline as `【n†text】`; the fetcher's HTML extraction keeps the text
-of a link but not its target, so an HTML page offers only the URLs its text spells out. Pure.
+and bare http(s) URLs, each shown inline as `【n†text】`. The links the fetcher found in an HTML page's
+markup (`FetchResult.links`), whose text shows without its target, follow as numbered lines at the end
+of the page, so `click` can follow them too. Pure.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ def _link_url(raw: str, base: str) -> str | None:
     return url.split("#", 1)[0]
 
 
-def page_of(text: str, base_url: str = "") -> Page:
-    """The page's numbered lines (line 1 is lines[0]) with its links marked, and the links."""
+def page_of(text: str, base_url: str = "", markup_links: tuple[str, ...] = ()) -> Page:
+    """The page's numbered lines (line 1 is lines[0]) with its links marked, and the links; the
+    markup's links the text does not carry are listed after the text."""
     links: list[str] = []
     ids: dict[str, int] = {}
 
@@ -86,6 +88,13 @@ def page_of(text: str, base_url: str = "") -> Page:
         if len(lines) >= MAX_LINES:
             del lines[MAX_LINES:]
             break
+    listed = []
+    for url in markup_links:
+        if url not in ids and (n := number(_link_url(url, ""))) is not None:
+            listed.append(f"【{n}†{url}】")
+    if listed and len(lines) < MAX_LINES:
+        lines.append("Links on this page:")
+        lines.extend(listed[: MAX_LINES - len(lines)])
     return Page(tuple(lines), tuple(links))
 
 

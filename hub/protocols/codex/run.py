@@ -201,7 +201,7 @@ class _Run:
             return None, None, got.error or "the page could not be read"
         page = self.pages.get(url)
         if page is None:
-            page = self.pages[url] = page_of(got.text, got.final_url or url)
+            page = self.pages[url] = page_of(got.text, got.final_url or url, got.links)
         return got, page, ""
 
     def _show(self, i: int, url: str, start: int, *, via: str = "", also: str | None = None,
