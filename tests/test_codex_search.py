@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterator
