@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from hub.protocols.chat.request import validate_chat
+from hub.runtime import Runtime
 from hub.streams.relay import DONE, Frames
 from hub.tools.events import Keepalive, ToolStarted
 
@@ -37,21 +38,26 @@ async def chat_completions(request: Request) -> Response:
         rt = runtime(request)
         body = await read_json(request, rt.config.server.max_body_bytes)
         validate_chat(body)
-        stream = bool(body.get("stream"))
-        opts = options(request, body)
-        opts.frames = True  # encode_stream takes pre-framed relay bytes
-        if stream:
-            items = await rt.pipeline.stream(body, opts)
-            if isinstance(items, Frames):  # a plain relay: its bytes go out as they are
-                return RelayStream(items.it, headers=SSE_HEADERS, interrupted=interrupted)
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return EventStream(encode_stream(items, include_usage), headers=SSE_HEADERS, interrupted=interrupted)
-        outcome = await cancel_on_disconnect(request, rt.pipeline.complete(body, opts))
-        return Response(_encode(outcome.response), media_type="application/json")
+        # Watched from here on: a client that leaves before the answer (or a stream's first content)
+        # cancels the work, which closes the upstream request and frees its concurrency slot.
+        return await cancel_on_disconnect(request, _answer(request, rt, body))
     except Exception as e:  # every failure answers in OpenAI's error shape
         if not expected_error(e):
             log.exception("chat completion failed")
         return openai_error(e)
+
+
+async def _answer(request: Request, rt: Runtime, body: dict) -> Response:
+    opts = options(request, body)
+    opts.frames = True  # encode_stream takes pre-framed relay bytes
+    if body.get("stream"):
+        items = await rt.pipeline.stream(body, opts)
+        if isinstance(items, Frames):  # a plain relay: its bytes go out as they are
+            return RelayStream(items.it, headers=SSE_HEADERS, interrupted=interrupted)
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return EventStream(encode_stream(items, include_usage), headers=SSE_HEADERS, interrupted=interrupted)
+    outcome = await rt.pipeline.complete(body, opts)
+    return Response(_encode(outcome.response), media_type="application/json")
 
 
 class RelayStream(EventStream):

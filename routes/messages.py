@@ -180,53 +180,60 @@ async def _routed(request: Request, rt: Runtime, body: dict, path: str) -> tuple
 
 
 async def create_message(request: Request) -> Response:
-    input_tokens = 0
+    body: dict | None = None
     try:
         rt = runtime(request)
         body = await read_json(request, rt.config.server.max_body_bytes)
-        model, answered = await _routed(request, rt, body, "/v1/messages")
-        if answered is not None:
-            return answered
-        chat, ctx = to_chat(body, rt.tools.replays)
-        chat["model"] = model
-        input_tokens = estimate_input_tokens(body)
-        opts = options(request, body)
-        opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
-        if ctx.force_search and opts.force_search is None:
-            opts.force_search = opts.force_call = True
-        if ctx.withheld and not ctx.server_tools and opts.force_search is None:
-            opts.force_search = False  # its server tools are for code execution only: the model searches not
-        query = search_execution_query(body) if ctx.hosted is not None else None
-        if query is not None:
-            if rt.tools.search is None:
-                raise Unavailable("no web search is configured", code="search_unavailable")
-            execution = SearchExecution(rt.tools.search, rt.config.web_search, rt.summarizer, query, ctx.hosted,
-                                        model=model, opts=opts, input_tokens=input_tokens)
-            if ctx.stream:
-                return _sse(execution.stream(), ctx, input_tokens)
-            return _json(from_chat(await cancel_on_disconnect(request, execution.complete()), ctx))
-        try:
-            return await _answer(request, rt, chat, ctx, opts, input_tokens)
-        except UpstreamError as e:
-            overflow = context_overflow(e.status, e.body)
-            if overflow is None or overflow[0] != "completion" or "max_tokens" not in chat:
-                raise
-            # Claude Code asks for 32k-128k output tokens; a local model's context rarely has room.
-            # Without max_tokens the backend uses what is left of its context.
-            log.info("backend context too small for max_tokens=%s; retrying without it", chat["max_tokens"])
-            chat = {k: v for k, v in chat.items() if k != "max_tokens"}
-            return await _answer(request, rt, chat, ctx, opts, input_tokens)
+        # Watched from here on: a client that leaves before the answer (or a stream's first content)
+        # cancels the work, which closes the upstream request and frees its concurrency slot.
+        return await cancel_on_disconnect(request, _create(request, rt, body))
     except Exception as e:  # every failure answers in Anthropic's error shape
         if not expected_error(e):
             log.exception("messages request failed")
-        return anthropic_error(e, input_tokens=input_tokens)
+        # a backend's context overflow names the prompt's size (anthropic_error); nothing else needs it
+        tokens = estimate_input_tokens(body) if body is not None and isinstance(e, UpstreamError) else 0
+        return anthropic_error(e, input_tokens=tokens)
 
 
-async def _answer(request: Request, rt: Runtime, chat: dict, ctx: MessagesContext, opts: Options,
-                  input_tokens: int) -> Response:
+async def _create(request: Request, rt: Runtime, body: dict) -> Response:
+    model, answered = await _routed(request, rt, body, "/v1/messages")
+    if answered is not None:
+        return answered
+    chat, ctx = to_chat(body, rt.tools.replays)
+    chat["model"] = model
+    input_tokens = estimate_input_tokens(body)
+    opts = options(request, body)
+    opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
+    if ctx.force_search and opts.force_search is None:
+        opts.force_search = opts.force_call = True
+    if ctx.withheld and not ctx.server_tools and opts.force_search is None:
+        opts.force_search = False  # its server tools are for code execution only: the model searches not
+    query = search_execution_query(body) if ctx.hosted is not None else None
+    if query is not None:
+        if rt.tools.search is None:
+            raise Unavailable("no web search is configured", code="search_unavailable")
+        execution = SearchExecution(rt.tools.search, rt.config.web_search, rt.summarizer, query, ctx.hosted,
+                                    model=model, opts=opts, input_tokens=input_tokens)
+        if ctx.stream:
+            return _sse(execution.stream(), ctx, input_tokens)
+        return _json(from_chat(await execution.complete(), ctx))
+    try:
+        return await _answer(rt, chat, ctx, opts, input_tokens)
+    except UpstreamError as e:
+        overflow = context_overflow(e.status, e.body)
+        if overflow is None or overflow[0] != "completion" or "max_tokens" not in chat:
+            raise
+        # Claude Code asks for 32k-128k output tokens; a local model's context rarely has room.
+        # Without max_tokens the backend uses what is left of its context.
+        log.info("backend context too small for max_tokens=%s; retrying without it", chat["max_tokens"])
+        chat = {k: v for k, v in chat.items() if k != "max_tokens"}
+        return await _answer(rt, chat, ctx, opts, input_tokens)
+
+
+async def _answer(rt: Runtime, chat: dict, ctx: MessagesContext, opts: Options, input_tokens: int) -> Response:
     if ctx.stream:
         return _sse(await rt.pipeline.stream(chat, opts), ctx, input_tokens)
-    outcome = await cancel_on_disconnect(request, rt.pipeline.complete(chat, opts))
+    outcome = await rt.pipeline.complete(chat, opts)
     return _json(from_chat(outcome, ctx))
 
 

@@ -100,30 +100,36 @@ async def create_response(request: Request) -> Response:
     try:
         rt = runtime(request)
         body = await read_json(request, rt.config.server.max_body_bytes)
-        model = body.get("model")
-        native = rt.router.serving(model, "openai", thinking=wants_thinking(body)) if isinstance(model, str) and model else None
-        if native is not None:
-            return await _passthrough(rt, body, native)
-        history = await stored_responses.history(rt.store, body)
-        body = await stored_responses.resolve_references(rt.store, body, rt.config.responses_ttl_s)
-        chat, ctx = to_chat(body, history=history)
-        opts = options(request, body)
-        opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
-        if opts.force_search is None and ctx.force_search:
-            opts.force_search = True
-            opts.force_call = True
-        if ctx.stream:
-            items = await rt.pipeline.stream(chat, opts)
-            return _stream(rt, ctx, items)
-        outcome = await cancel_on_disconnect(request, rt.pipeline.complete(chat, opts))
-        response = from_chat(outcome, ctx, response_id=new_id("resp"))
-        if ctx.store:
-            await stored_responses.save(rt.store, rt.config.responses_ttl_s, response, ctx)
-        return _json(response)
+        # Watched from here on: a client that leaves before the answer (or a stream's first content)
+        # cancels the work, which closes the upstream request and frees its concurrency slot.
+        return await cancel_on_disconnect(request, _create(request, rt, body))
     except Exception as e:  # every failure answers in OpenAI's error shape
         if not expected_error(e):
             log.exception("responses request failed")
         return openai_error(e)
+
+
+async def _create(request: Request, rt: Runtime, body: dict) -> Response:
+    model = body.get("model")
+    native = rt.router.serving(model, "openai", thinking=wants_thinking(body)) if isinstance(model, str) and model else None
+    if native is not None:
+        return await _passthrough(rt, body, native)
+    history = await stored_responses.history(rt.store, body)
+    body = await stored_responses.resolve_references(rt.store, body, rt.config.responses_ttl_s)
+    chat, ctx = to_chat(body, history=history)
+    opts = options(request, body)
+    opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
+    if opts.force_search is None and ctx.force_search:
+        opts.force_search = True
+        opts.force_call = True
+    if ctx.stream:
+        items = await rt.pipeline.stream(chat, opts)
+        return _stream(rt, ctx, items)
+    outcome = await rt.pipeline.complete(chat, opts)
+    response = from_chat(outcome, ctx, response_id=new_id("resp"))
+    if ctx.store:
+        await stored_responses.save(rt.store, rt.config.responses_ttl_s, response, ctx)
+    return _json(response)
 
 
 async def get_response(request: Request) -> Response:
