@@ -46,9 +46,10 @@ _MARKER = re.compile(r"\[(\d{1,3}(?:\s*[,，]\s*\d{1,3})*)\]|【(\d{1,3})】|\[r
 _BOUNDARY = re.compile(r"[.!?](?=\s)|[。！？\n]")
 
 
-def annotate(text: str, sources: dict[int, Source]) -> list[dict]:
+def annotate(text: str, sources: dict[int, Source], *, content: bool = False) -> list[dict]:
     """url_citation annotations (Chat shape) for every [n] marker that names a known source. The span
-    runs from the start of the cited sentence to the end of the marker."""
+    runs from the start of the cited sentence to the end of the marker. With `content`, each carries the
+    source's text (the passages read from the page, else its snippet), as OpenRouter's do."""
     if not sources or "[" not in text and "【" not in text:
         return []
     out: list[dict] = []
@@ -65,7 +66,9 @@ def annotate(text: str, sources: dict[int, Source]) -> list[dict]:
         while start < m.start() and text[start].isspace():
             start += 1
         for s in cited:
-            out.append({"type": "url_citation", "url_citation": {
-                "url": s.url, "title": s.title or s.url, "start_index": start, "end_index": m.end()}})
+            citation = {"url": s.url, "title": s.title or s.url, "start_index": start, "end_index": m.end()}
+            if content:
+                citation["content"] = s.snippet
+            out.append({"type": "url_citation", "url_citation": citation})
         floor = m.end()
     return out

@@ -22,7 +22,8 @@ def tool_text(result: SearchResult, first_n: int = 1) -> tuple[str, list[Source]
     """The tool message for a search (its hits, or its error) and the numbered sources in it."""
     if not result.ok:
         return error_text(result.error or "search failed", result.engine), []
-    sources = [Source(first_n + i, h.url, h.title, h.snippet) for i, h in enumerate(result.hits)]
+    sources = [Source(first_n + i, h.url, h.title, " … ".join(h.passages) if h.passages else h.snippet)
+               for i, h in enumerate(result.hits)]
     return _encode(_payload(result, first_n)).decode(), sources
 
 

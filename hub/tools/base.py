@@ -147,6 +147,8 @@ class HostedSearch:
     max_uses: int | None = None
     user_location: dict | None = None
     context_size: str | None = None  # low | medium | high -> result count
+    max_results: int | None = None  # results per search the client asked for (OpenRouter's max_results)
+    engine: str | None = None  # the engine a call that names none goes to (OpenRouter's engine, if it is ours)
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,7 @@ class Options:
     trace: Trace | None = None  # filled as the request runs (hub/observability/trace.py); None when nothing records
     key: ApiKey | None = None  # the gateway key that called: its search budget and cost
     bill: SearchBill | None = None  # what this request's searches cost (reported by routes/app.py)
+    citation_content: bool = False  # url_citation annotations carry the cited source's text (OpenRouter's shape)
 
 
 @dataclass(slots=True)

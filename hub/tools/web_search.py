@@ -381,10 +381,12 @@ class WebSearch:
 
     def call(self, call_id: str, raw_arguments: Any, request: ToolRequest) -> SearchCall:
         args = search_args(raw_arguments, tool_name=self.name)
-        engine = args.engine or self._hints[(request.google and not request.baidu, request.baidu)]
+        hosted_engine = request.hosted.engine if request.hosted is not None else None
+        engine = args.engine or hosted_engine or self._hints[(request.google and not request.baidu, request.baidu)]
         chosen_by = "model" if args.engine else ("baidu" if request.baidu else "google") if engine else "default"
-        count = args.count or request.count_hint or (_CONTEXT_COUNTS.get(request.hosted.context_size or "")
-                                                     if request.hosted is not None else None)
+        hosted = request.hosted
+        count = args.count or (hosted.max_results if hosted is not None else None) or request.count_hint or (
+            _CONTEXT_COUNTS.get(hosted.context_size or "") if hosted is not None else None)
         resolved = self.search.resolve_engine(engine)
         return SearchCall(call_id, args.query, engine, recency=args.recency, count=count, chosen_by=chosen_by,
                           resolved=resolved.id if resolved is not None else None)

@@ -16,6 +16,7 @@ from ..config.settings import Config, Limits, Provider, Target
 from ..core.citations import annotate, sources_from_content
 from ..core.errors import Unavailable
 from ..core.ids import new_id
+from ..injection import openrouter
 from ..injection.chain import ChainSession, ChainState, Hidden, splice
 from ..injection.decide import Decision, decide, eligible, ineligible_reason, request_of, tool_name
 from ..injection.intent import latest_user_text
@@ -88,8 +89,9 @@ class Turn:
     calls split from the client's, the hidden-call save, usage and texts summed over rounds."""
 
     def __init__(self, plan: Plan, *, config: Config, tools: ServerTools, dispatcher: Dispatcher, stream: bool,
-                 trace: Trace | None = None) -> None:
+                 trace: Trace | None = None, citation_content: bool = False) -> None:
         self.config = config
+        self.citation_content = citation_content
         self.tools = tools
         self.dispatcher = dispatcher
         self.plan = plan
@@ -188,6 +190,7 @@ class Pipeline:
         self.tools = tools
         self.store = store
         self.client_tools = ClientTools()
+        self._engine_ids = frozenset(e.id for e in config.web_search.engines)  # OpenRouter's `engine` may name one
 
     def _side_request(self, body: dict, opts: Options) -> bool:
         """A client's side request (hub/injection/side_requests.py); the decision and its reason are logged."""
@@ -285,7 +288,8 @@ class Pipeline:
             plan.candidates = tuple(t for t in routing.candidates
                                     if t.provider is provider or not self.plan(routing, t.provider).relay)
             turn = turns[provider.id] = Turn(plan, config=self.config, tools=self.tools, dispatcher=self.dispatcher,
-                                             stream=stream, trace=routing.opts.trace)
+                                             stream=stream, trace=routing.opts.trace,
+                                             citation_content=routing.opts.citation_content)
         return turn
 
     def committed(self, routing: Routing, target: Target, trace: Trace | None) -> Plan:
@@ -338,6 +342,7 @@ class Pipeline:
     # ------------------------------------------------------------ non-streaming
 
     async def complete(self, body: dict, opts: Options) -> Outcome:
+        body, opts = openrouter.adapt(body, opts, self._engine_ids)
         routing = await self.routing(body, opts)
         turns: dict[str, Turn] = {}
 
@@ -389,7 +394,7 @@ class Pipeline:
             out_msg["reasoning_content"] = msg["reasoning_content"]
         if theirs:
             out_msg["tool_calls"] = theirs
-        annotations = annotate(content, turn.state.sources)
+        annotations = annotate(content, turn.state.sources, content=opts.citation_content)
         if annotations:
             out_msg["annotations"] = annotations
         result = {**resp, "id": first_id or resp.get("id"),
@@ -404,6 +409,7 @@ class Pipeline:
     async def stream(self, body: dict, opts: Options) -> AsyncIterator | Frames:
         """Opens the first upstream stream (up to its first content) before returning, so routing
         errors and targets that all fail surface as HTTP errors."""
+        body, opts = openrouter.adapt(body, opts, self._engine_ids)
         routing = await self.routing(body, opts)
         turns: dict[str, Turn] = {}
 

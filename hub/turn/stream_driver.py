@@ -110,7 +110,7 @@ class StreamDriver:
         finish = final_finish(self.finish, self.their_calls)
         sources = self.turn.state.sources
         out = []
-        annotations = annotate("".join(self.turn.texts), sources) if sources else []
+        annotations = annotate("".join(self.turn.texts), sources, content=self.turn.citation_content) if sources else []
         if annotations:
             out.append({**base, "choices": [{"index": 0, "delta": {"annotations": annotations}, "finish_reason": None}]})
         final_delta = {} if self.sent_role else {"role": "assistant"}

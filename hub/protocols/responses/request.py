@@ -124,6 +124,10 @@ def to_chat(req: Any, *, history: list[dict] | None = None) -> tuple[dict, Respo
             chat["parallel_tool_calls"] = parallel
     elif tool_choice == "none":
         chat["tool_choice"] = "none"  # keeps the pipeline from offering its own tool
+    if tools.openrouter:  # OpenRouter's server tools and web plugin: hub/injection/openrouter.py
+        chat["tools"] = [*chat.get("tools", ()), *tools.openrouter]
+    if req.get("plugins") is not None:
+        chat["plugins"] = req["plugins"]
     for key in ("temperature", "top_p"):
         value = req.get(key)
         if value is not None:

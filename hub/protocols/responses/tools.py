@@ -49,6 +49,7 @@ class ToolSet:
     def __init__(self, dropped: list[str]) -> None:
         self.entries: list[_Entry] = []
         self.hosted: dict | None = None
+        self.openrouter: list[dict] = []
         self.dropped = dropped
 
     def add(self, tool: Any, path: str, namespace: str | None = None) -> None:
@@ -75,6 +76,8 @@ class ToolSet:
         elif kind in HOSTED_SEARCH_TOOLS:
             if self.hosted is None:
                 self.hosted = tool
+        elif kind in ("openrouter:web_search", "openrouter:web_fetch"):
+            self.openrouter.append(tool)  # OpenRouter's server tools: hub/injection/openrouter.py reads them
         elif kind == "tool_search":
             self.dropped.append(f"{path}: tool_search (every tool is offered up front instead)")
         elif isinstance(kind, str):
