@@ -4,6 +4,7 @@ come back with the request's (the client's) model name, not the backend's own.""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import httpx
@@ -80,15 +81,19 @@ def _renamer(body: dict) -> ModelName | None:
 
 async def stream(
     client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0, raw: bool = False,
-    server_tools: frozenset[str] = frozenset(),
+    server_tools: frozenset[str] = frozenset(), deadline: asyncio.Timeout | None = None,
 ) -> AsyncIterator:
     """Open the stream (errors before the first byte raise UpstreamError here, so the caller can
     fail over) and return an iterator of decoded chunks, or with raw, of the `data:` payloads of
     each network read (for a relay that forwards most of them untouched). A request with tools the
-    family cannot stream is asked whole and replayed as chunks (hub/backends/quirks.py)."""
+    family cannot stream is asked whole and replayed as chunks (hub/backends/quirks.py): its first
+    content is the whole answer, so the attempt's first-content `deadline` (hub/streams/watch.py
+    `by_deadline`) is lifted and `timeoutMs` bounds it, as any request asked whole."""
     p = target.provider
     out = outbound(body, target, stream=True, server_tools=server_tools)
     if not quirks.streams(out, p.quirks):
+        if deadline is not None:
+            deadline.reschedule(None)
         whole = {k: v for k, v in out.items() if k not in ("stream", "stream_options")}
         data = await post_json(client, p, chat_url(p), whole, headers(p), retries=retries)
         _named(data, body)

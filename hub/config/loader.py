@@ -23,6 +23,7 @@ from ..config.quirks import resolve as resolve_quirks
 from ..config.side_requests import compile_side_config
 from .engine_kinds import API_ENGINE_KINDS, MODEL_ENGINE_KINDS
 from .settings import (
+    FIRST_TOKEN_TIMEOUT_MS,
     SEARCH_ROUTE,
     SELF_HOSTED_TYPES,
     Config,
@@ -68,6 +69,16 @@ def _proxy(value: Any, where: str, errors: list[str]) -> str | None:
         errors.append(f"{where}: {e}")
         return None
     return value
+
+
+def _first_token_timeout(p: dict) -> float:
+    """A provider's first-content deadline in seconds: `firstTokenTimeoutMs`, or the default for its
+    kind (settings.FIRST_TOKEN_TIMEOUT_MS), never above its `timeoutMs` unless written so."""
+    if "firstTokenTimeoutMs" in p:
+        return p["firstTokenTimeoutMs"] / 1000
+    self_hosted = p.get("selfHosted", p["type"] in SELF_HOSTED_TYPES)
+    default = FIRST_TOKEN_TIMEOUT_MS["self_hosted" if self_hosted else "commercial"]
+    return min(default, p["timeoutMs"]) / 1000
 
 
 _AUTHORITY = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)(.*)$", re.S)
@@ -305,6 +316,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
             proxy=_proxy(p.get("proxy"), f"providers.{pid}.proxy", errors),
             quirks=resolve_quirks(p["type"], p.get("quirks")),
             base_url_env=env_names(as_written.get("baseURL")) if isinstance(as_written, dict) else (),
+            first_token_timeout_s=_first_token_timeout(p),
         )
 
     vr = raw["virtualrouter"]

@@ -16,6 +16,10 @@ from ..config.side_requests import SideConfig
 SELF_HOSTED_TYPES = frozenset({"vllm", "ollama", "llamacpp", "lmstudio", "sglang", "openai-compatible"})
 COMMERCIAL_TYPES = frozenset({"openai", "anthropic", "gemini", "glm", "dashscope", "moonshot", "perplexity"})
 ROUTE_CLASSES = ("longcontext", "thinking", "background")
+# A stream's first content within this (providers.X.firstTokenTimeoutMs when unset, never above
+# timeoutMs; docs/configuration.md says why): a self-hosted server reads the whole prompt before its
+# first token, a commercial API streams within seconds.
+FIRST_TOKEN_TIMEOUT_MS = {"self_hosted": 300_000, "commercial": 120_000}
 SEARCH_ROUTE = "web_search"
 
 
@@ -35,6 +39,7 @@ class Provider:
     proxy: str | None = field(repr=False)  # None: the environment's; "direct": none
     quirks: Quirks = field(default_factory=lambda: resolve_quirks("openai", None))
     base_url_env: tuple[str, ...] = ()  # the variables its baseURL was written with (`${VAR}`, `${VAR:-default}`)
+    first_token_timeout_s: float | None = None  # a streamed attempt's first content within this; None: no deadline
 
     def masked(self) -> dict:
         return {

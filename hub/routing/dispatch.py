@@ -3,6 +3,7 @@ concurrency gate."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,7 +17,7 @@ from ..config.settings import Provider, Target, mask_url
 from ..observability import metrics
 from ..observability.activity import Activity
 from ..observability.trace import Trace
-from ..streams.watch import Opened, Watched, first_content, watched_reads
+from ..streams.watch import Opened, Watched, by_deadline, first_content, watched_reads
 from ..upstream.http import UpstreamError
 from .router import Router
 
@@ -194,14 +195,18 @@ class Dispatcher:
         server_tools: frozenset[str] = frozenset(),
     ) -> tuple[AsyncIterator, Target]:
         """Fails over while nothing reached the client: until the upstream's first content
-        (hub/streams/watch.py). The stream comes as decoded chunks, a list per network read, or
+        (hub/streams/watch.py), which each attempt must bring within its provider's
+        `firstTokenTimeoutMs`. The stream comes as decoded chunks, a list per network read, or
         with `raw` as the `data:` payloads of each read; `body` and `raw` may be decided per target."""
         retries = self.router.config.router.retries
 
-        async def open_one(t: Target) -> Opened:
-            batches = await openai_compat.stream(self.client, t, _for(body, t), retries=retries, raw=True,
-                                                  server_tools=server_tools)
-            return await first_content(batches, t.provider)
+        def open_one(t: Target) -> Awaitable[Opened]:  # within the target's first-content deadline
+            async def opening(deadline: asyncio.Timeout | None) -> Opened:
+                batches = await openai_compat.stream(self.client, t, _for(body, t), retries=retries, raw=True,
+                                                      server_tools=server_tools, deadline=deadline)
+                return await first_content(batches, t.provider)
+
+            return by_deadline(t.provider, opening)
 
         opened, target = await self.run(route, candidates, open_one, hold=True, trace=trace)
         provider = target.provider

@@ -16,6 +16,7 @@ import httpx
 from ..backends.normalize import ModelName
 from ..config.settings import Target
 from ..streams import native as native_stream
+from ..streams.watch import by_deadline
 from ..upstream.http import UpstreamError, open_sse, post_json
 from .dispatch import Dispatcher
 from .router import Resolution
@@ -81,9 +82,12 @@ async def forward(client: httpx.AsyncClient, dispatcher: Dispatcher, resolution:
     async def call(target: Target):
         out = {**body, "model": target.model}
         url, headers = url_for(target, fwd), headers_for(target, fwd)
-        if fwd.stream:  # committed only at the first content (hub/streams/native.py)
-            resp = await open_sse(client, target.provider, url, out, headers)
-            return await native_stream.first_content(_raw(resp), target.provider.type)
+        if fwd.stream:  # committed only at the first content (hub/streams/native.py), within its deadline
+            async def opening(_deadline) -> native_stream.Opened:
+                resp = await open_sse(client, target.provider, url, out, headers)
+                return await native_stream.first_content(_raw(resp), target.provider.type)
+
+            return await by_deadline(target.provider, opening)
         return await post_json(client, target.provider, url, out, headers)
 
     result, target = await dispatcher.run(resolution.route, resolution.candidates, call, hold=fwd.stream)

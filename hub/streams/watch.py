@@ -6,6 +6,10 @@ client, so a stream that closes, breaks, sends an error chunk, sends a body with
 a stream that ends without a finish reason and without `[DONE]` raises: the client gets an error
 event, not a truncated answer presented as complete.
 
+Every attempt's first content has a deadline (`firstTokenTimeoutMs`, `by_deadline`): keep-alive
+comments reset the idle read timeout but bring no content, so a server that only pings would
+otherwise hold the request, and its concurrency slot, for good.
+
 Works on the `data:` payloads of each network read (hub/upstream/http.py `sse_batches`), so the
 relay can forward them undecoded; only the payloads before the first content, and the last reads
 of a stream that ended without `[DONE]`, are decoded here.
@@ -13,13 +17,16 @@ of a stream that ended without `[DONE]`, are decoded here.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..backends.openai_compat import decode_chunk
 from ..config.settings import Provider
 from ..upstream.http import UpstreamError
 
+T = TypeVar("T")
 DONE = b"[DONE]"
 HEAD_LIMIT = 1 << 20  # bytes held before the first content, at most
 
@@ -77,6 +84,32 @@ async def first_content(batches: AsyncIterator[list[bytes]], provider: Provider)
     except BaseException:
         await batches.aclose()
         raise
+
+
+async def by_deadline(provider: Provider, opening: Callable[[asyncio.Timeout | None], Awaitable[T]]) -> T:
+    """One attempt up to its first content, `opening(deadline)`, within the provider's
+    `firstTokenTimeoutMs` (from the request on: connect, the answer's head and the reads before the
+    first content). A miss is a retryable 504 UpstreamError, failed over like a connect error; the
+    cancellation that ends the attempt closes its upstream request (first_content closes the
+    stream). `opening` may lift the deadline (`deadline.reschedule(None)`): a request asked whole
+    has no first token before its end (hub/backends/openai_compat.py)."""
+    limit = provider.first_token_timeout_s
+    if limit is None:
+        return await opening(None)
+    deadline = asyncio.timeout(limit)
+    try:
+        async with deadline:
+            return await opening(deadline)
+    except TimeoutError:
+        if not deadline.expired():  # a timeout of the attempt's own, not the deadline
+            raise
+        raise missed(provider) from None
+
+
+def missed(provider: Provider) -> UpstreamError:
+    limit = provider.first_token_timeout_s or 0
+    return UpstreamError(f"upstream sent no content within {round(limit * 1000)} ms "
+                         f"(providers.{provider.id}.firstTokenTimeoutMs)", status=504)
 
 
 @dataclass(slots=True)
