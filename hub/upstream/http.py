@@ -247,8 +247,11 @@ async def sse_batches(resp: httpx.Response | Streamed,
     list per read, so a relay can forward them in one write). `rename` rewrites each read's bytes
     before they are split (hub/backends/normalize.py `ModelName`: once per read, not per chunk; a
     line the read leaves unfinished is rewritten again with the next read, so it must change
-    nothing it already changed). Closes the response at the end."""
+    nothing it already changed). An error a backend sends as an `error:` line or an `event: error`
+    comes as an error object, as if it were sent in a data line (`_payloads`). Closes the response
+    at the end."""
     buf = b""
+    error_event = False  # an `event: error` line came, its data not yet
     chunks = resp.raw.content.iter_any() if isinstance(resp, Streamed) else resp.aiter_bytes()
     try:
         async for chunk in chunks:
@@ -257,12 +260,17 @@ async def sse_batches(resp: httpx.Response | Streamed,
                 continue
             if rename is not None:
                 buf = rename(buf)
-            *lines, buf = buf.split(b"\n")
-            batch = [line[5:].strip() for line in lines if line.startswith(b"data:")]
+            text = buf
+            *lines, buf = text.split(b"\n")
+            if error_event or text.find(b"error") >= 0:  # rare: maybe an error said another way
+                batch, error_event = _payloads(lines, error_event)
+            else:
+                batch = [line[5:].strip() for line in lines if line.startswith(b"data:")]
             if batch:
                 yield batch
-        if buf.startswith(b"data:"):
-            yield [(rename(buf) if rename is not None else buf)[5:].strip()]
+        if buf.startswith((b"data:", b"error:")):
+            batch, _ = _payloads([rename(buf) if rename is not None else buf], error_event)
+            yield batch
     except _TRANSPORT_ERRORS as e:
         raise _transport_error(e) from None
     finally:
@@ -270,6 +278,36 @@ async def sse_batches(resp: httpx.Response | Streamed,
         if aclose is not None:  # or the event loop finalizes it later, with a task of its own
             await aclose()
         await resp.aclose()
+
+
+def _payloads(lines: list[bytes], error_event: bool) -> tuple[list[bytes], bool]:
+    """The `data:` payloads of these lines, with the errors a backend sends other than as an error
+    object in a data line made one (`{"error": …}`, which openai_compat.decode_chunk raises on):
+    llama.cpp's server writes an `error: {…}` line, other servers an `event: error` whose data may be
+    a bare `{"message": …}`. Also: whether an `event: error` still waits for its data."""
+    out = []
+    for line in lines:
+        if line.startswith(b"data:"):
+            data = line[5:].strip()
+            out.append(_as_error(data) if error_event and data and data != b"[DONE]" else data)
+        elif line.startswith(b"error:"):
+            out.append(_as_error(line[6:].strip()))
+        elif line.startswith(b"event:"):
+            error_event = line[6:].strip() == b"error"
+        elif not line.strip():  # the blank line that ends an event
+            error_event = False
+    return out, error_event
+
+
+def _as_error(data: bytes) -> bytes:
+    """An error event's payload as an error chunk: as it is when it already is one."""
+    try:
+        value = _json_decode(data)
+    except msgspec.DecodeError:
+        value = data.decode("utf-8", errors="replace")
+    if isinstance(value, dict) and ("error" in value or value.get("object") == "error"):
+        return data
+    return _json_encode({"error": value if value else "error event without a message"})
 
 
 async def sse_data(resp: httpx.Response | Streamed,
