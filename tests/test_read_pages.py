@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 
 import anthropic
@@ -15,7 +17,7 @@ import pytest
 
 from .fakes.search_providers import Reply
 from .fakes.web import DEEP_FACT, DEEP_FACT_ZH, FakeWeb
-from .helpers import base_config, searxng_engine
+from .helpers import ROOT, base_config, searxng_engine
 from .test_mcp import over_http
 from .test_metrics import samples, value
 from .test_traces import ADMIN, CLIENT, admin, wait_trace
@@ -242,3 +244,15 @@ def test_codex_standalone_search_reads_pages(gateway, fake_model, search_fakes, 
         assert r.status_code == 200
         output = r.json()["output"]
         assert "turn0search0" in output and (DEEP_FACT in output) is reads, output
+
+
+def test_extracting_a_page_never_loads_dateparser():
+    """trafilatura's extensive date search runs dateparser over ~400 locales (about 2 s for the first
+    page in a language); the fetcher asks for no such search, as the result carries no date."""
+    page = ROOT / "bench" / "grounding" / "corpus" / "pages" / "zh01-answer.html"  # dates in its text
+    code = ("import sys; from hub.fetcher.extract import extract; "
+            f"d = extract('html', open({str(page)!r}, 'rb').read(), 'text/html; charset=utf-8', 'http://x/', 50000); "
+            "assert len(d.text) > 1000; print('dateparser' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

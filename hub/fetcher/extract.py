@@ -103,8 +103,12 @@ def _html(body: bytes, charset: str | None, url: str) -> Extracted:
     import trafilatura  # ~0.25 s to import: only when a page is first read
 
     page: str | bytes = body.decode(charset, errors="replace") if charset else body
+    # No extensive date search: it runs dateparser over ~400 locales, compiling their patterns on first
+    # use (about 2 s for the first page in a language, tens of ms a page after), for a date the result
+    # does not carry (bench/README.md, "Grounding").
     doc = trafilatura.bare_extraction(page, url=url, with_metadata=True, include_comments=False,
-                                      include_tables=True, include_images=False, include_links=False)
+                                      include_tables=True, include_images=False, include_links=False,
+                                      date_extraction_params={"extensive_search": False, "original_date": True})
     title = doc.title if doc is not None else None
     text = doc.text if doc is not None else None
     if not text:
