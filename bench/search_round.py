@@ -234,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--search-ms", type=float, default=100.0)
     ap.add_argument("--cache-ttl-ms", type=int, default=0,
                     help="webSearch.cacheTtlMs (0: every search reaches the provider; >0 adds a store write per search)")
+    ap.add_argument("--read-pages", choices=["off", "on"], default="off",
+                    help="webSearch.readPages on the gateway (off: the round's own time without reading the "
+                         "hits' pages, which bench/grounding.py measures; A/B builds older than readPages "
+                         "never read)")
     ap.add_argument("--only", choices=["single", "parallel"])
     ap.add_argument("--modes", default="nonstream,stream")
     ap.add_argument("--protocols", default="chat", help="any of chat,messages,responses (comma-separated)")
@@ -265,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         for st in states:
             cfg = harness.gateway_config(fake_url, state=st, redis_url=redis_url, search_url=fake_url)
             cfg["webSearch"]["cacheTtlMs"] = args.cache_ttl_ms
+            cfg["webSearch"]["readPages"] = {"enabled": args.read_pages == "on"}
             name = "gateway" if st == "memory" else "gateway-redis"
             p = harness.start_gateway(tmp, cfg, name)
             gateways[name] = (p, f"http://127.0.0.1:{p.port}")
