@@ -74,10 +74,10 @@ class Runtime:
         ws = config.web_search
         reading = any(limits.read_pages.enabled for limits in (ws.limits, *ws.per_backend.values()))
         self.fetch = fetcher.build(config.web_fetch, shared.store) if config.web_fetch.enabled or reading else None
-        # the MCP web_fetch
-        self.direct_fetch = DirectFetch(*self.fetch, self.budget) if self.fetch and config.web_fetch.enabled else None
+        direct = DirectFetch(*self.fetch, self.budget) if self.fetch else None
+        self.direct_fetch = direct if config.web_fetch.enabled else None  # the MCP and Ollama web_fetch
         # reads the top result pages of a search; also when it is off in the config, for /v1/search's read_pages
-        self.reader = PageReader(*self.fetch, self.budget) if self.fetch else None
+        self.reader = PageReader(direct) if direct else None
         self.tools = build_tools(Parts(config, shared.client, self.search, self.budget, self.fetch, self.reader))
         self.pipeline = Pipeline(config, self.router, self.dispatcher, self.tools, shared.store)
         self.summarizer = Summarizer(self.pipeline.complete, self.pipeline.stream)

@@ -61,7 +61,6 @@ def _is_anthropic_path(path: str) -> bool:
     return path.startswith("/anthropic/") or path.startswith("/v1/messages")
 
 
-
 def _endpoint_name(path: str) -> str:
     """The endpoint a metric, the access log and a trace name: the path's last part, Codex's
     standalone search as alpha/search (its own, beside /v1/search), Ollama's web API as api/web_search
@@ -69,6 +68,7 @@ def _endpoint_name(path: str) -> str:
     if is_ollama_path(path):
         return path[1:]
     return "alpha/search" if "/alpha/" in path else path.rsplit("/", 1)[-1]
+
 
 class GatewayMiddleware:
     """Request id on every response and log line, gateway auth, request metrics. Plain ASGI: a

@@ -51,9 +51,8 @@ async def web_search(request: Request) -> Response:
             result = await rt.metered(key, bill).search(call.query, count=call.max_results)
             if not result.ok:
                 raise search_error(result, request)
-            reading = rt.config.web_search.limits.read_pages
-            if reading.enabled and rt.reader is not None:
-                result = await rt.reader.read(result, call.query, reading, key)
+            if rt.reader is not None:  # reads nothing when webSearch.readPages is off
+                result = await rt.reader.read(result, call.query, rt.config.web_search.limits.read_pages, key)
             return result
 
         result = await cancel_on_disconnect(request, searched())

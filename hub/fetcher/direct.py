@@ -1,4 +1,5 @@
-"""Fetches for a caller that names the URL itself (the MCP server's web_fetch, hub/mcp/tools.py),
+"""Fetches for a caller that names the URL itself (the MCP server's web_fetch, hub/mcp/tools.py; the
+result pages read after a search, hub/fetcher/reading.py),
 on behalf of an API key: its `fetchesPerDay` is taken first (hub/access/budget.py), then the same fetcher,
 cache, address policy (SSRF guard) and operator domain lists as the model's web_fetch.
 
@@ -27,11 +28,13 @@ class DirectFetch:
         self.policy = replace(policy, require_prior_context=False)
         self.budget = budget
 
-    async def fetch(self, url: object, key: ApiKey | None, bill: SearchBill) -> FetchResult | Denial:
-        """The page or a FetchResult error; a Denial (nothing fetched) when the key's budget is spent."""
+    async def fetch(self, url: object, key: ApiKey | None, bill: SearchBill | None = None) -> FetchResult | Denial:
+        """The page or a FetchResult error; a Denial (nothing fetched) when the key's budget is spent,
+        recorded on `bill` when the caller reports one."""
         denial = await self.budget.take_fetch(key)
         if denial is not None:
-            bill.denied = denial
+            if bill is not None:
+                bill.denied = denial
             metrics.SEARCH_BUDGET_DENIALS.labels(key.name if key else ANONYMOUS, denial.limit).inc()
             return denial
         return await self.fetcher.fetch(url, self.policy.scope())

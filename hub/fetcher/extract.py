@@ -136,7 +136,7 @@ def links_of(page: str | bytes, base_url: str) -> tuple[str, ...]:
         for element in tree.iter("base"):
             href = element.get("href")
             if href:
-                joined = _absolute(base_url, href)
+                joined = absolute_url(base_url, href)
                 if joined is not None:
                     base = joined
                 break
@@ -146,7 +146,7 @@ def links_of(page: str | bytes, base_url: str) -> tuple[str, ...]:
             href = element.get("href")
             if not href or href.lstrip().startswith("#"):  # a place on this page
                 continue
-            url = _absolute(base, href)
+            url = absolute_url(base, href)
             if url is not None and url not in seen:
                 seen.add(url)
                 links.append(url)
@@ -158,17 +158,17 @@ def links_of(page: str | bytes, base_url: str) -> tuple[str, ...]:
         return ()
 
 
-def _absolute(base: str, href: str) -> str | None:
-    """An href as an absolute http(s) URL without its fragment, or None (javascript:, data:, mailto:,
-    credentials, a host that is no host, too long)."""
+def absolute_url(base: str, href: str, max_chars: int = MAX_LINK_CHARS) -> str | None:
+    """An href as an absolute http(s) URL without its fragment, in the fetcher's spelling, or None
+    (javascript:, data:, mailto:, credentials, a host that is no host, longer than max_chars)."""
     raw = _HREF_DROPPED.sub("", href.strip()).replace(" ", "%20")
-    if not raw or len(raw) > MAX_LINK_CHARS:
+    if not raw or len(raw) > max_chars:
         return None
     try:
         joined = urljoin(base, raw) if base else raw
     except ValueError:
         return None
-    target = parse(joined.split("#", 1)[0], max_chars=MAX_LINK_CHARS)
+    target = parse(joined.split("#", 1)[0], max_chars=max_chars)
     if not isinstance(target, Target) or target.userinfo:
         return None
     return target.url

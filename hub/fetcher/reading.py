@@ -14,14 +14,13 @@ import logging
 import time
 from dataclasses import replace
 
-from ..access.budget import Budget
-from ..config.keys import ANONYMOUS, ApiKey
+from ..access.budget import Denial
+from ..config.keys import ApiKey
 from ..config.settings import ReadPages
 from ..observability import metrics
 from ..search.base import Hit, PageRead, SearchResult
 from ..search.passages import select
-from .fetcher import Fetcher
-from .policy import UrlPolicy
+from .direct import DirectFetch
 from .result import UNSUPPORTED_CONTENT_TYPE, URL_NOT_ALLOWED, FetchResult
 
 log = logging.getLogger("searchhub.reading")
@@ -31,15 +30,18 @@ _NOT_PAGES = (".zip", ".gz", ".tgz", ".exe", ".dmg", ".iso", ".msi", ".apk", ".b
               ".avi", ".mkv", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".ico", ".woff", ".woff2")
 
 
-class PageReader:
-    """Built once per config from the fetcher, the operator's URL policy and the budgets."""
+OUTCOMES = ("ok", "timeout", "blocked", "error", "skipped", "budget")
+for _outcome_label in OUTCOMES:  # what a page read counts as: /metrics lists each at 0 from the start
+    metrics.PAGES_READ.labels(_outcome_label)
 
-    def __init__(self, fetcher: Fetcher, policy: UrlPolicy, budget: Budget | None) -> None:
-        self.fetcher = fetcher
-        # The URLs come from the search result itself, not from the model: the prior-context rule
-        # (hub/fetcher/policy.py) has nothing to guard here; the operator's domain lists still hold.
-        self.policy = replace(policy, require_prior_context=False)
-        self.budget = budget
+
+class PageReader:
+    """Built once per config on the direct fetcher: the URLs come from the search result itself, not
+    from the model, so the prior-context rule has nothing to guard (as for a caller that names the URL);
+    the key's fetch budget, the address policy and the operator's domain lists hold."""
+
+    def __init__(self, direct: DirectFetch) -> None:
+        self.direct = direct
 
     async def read(self, result: SearchResult, query: str, settings: ReadPages, key: ApiKey | None = None) -> SearchResult:
         """`result` with passages on its top hits, and a PageRead per page tried."""
@@ -82,12 +84,9 @@ class PageReader:
         url = hit.url
         if not url.lower().startswith(("http://", "https://")) or url.lower().split("?")[0].endswith(_NOT_PAGES):
             return PageRead(url, "skipped"), ()
-        if self.budget is not None:
-            denial = await self.budget.take_fetch(key)
-            if denial is not None:
-                metrics.SEARCH_BUDGET_DENIALS.labels(key.name if key else ANONYMOUS, denial.limit).inc()
-                return PageRead(url, "budget"), ()
-        fetched = await self.fetcher.fetch(url, self.policy.scope())
+        fetched = await self.direct.fetch(url, key)  # a spent budget is not the search's: no bill
+        if isinstance(fetched, Denial):
+            return PageRead(url, "budget"), ()
         ms = (time.perf_counter() - started) * 1000
         if not fetched.ok:
             return PageRead(url, _outcome(fetched), ms=ms), ()

@@ -34,7 +34,8 @@ class Dialect:
     online: bool = False  # the suffix or the web plugin: search this request
     max_results: int | None = None
     engine: str | None = None  # an engine id of ours the client named (None: the default engine)
-    search_prompt: str | None = None
+    # The plugin's search_prompt is not kept: the gateway introduces results in its own words
+    # (docs/ecosystems.md).
 
 
 def adapt(body: dict, opts: Options, engine_ids: frozenset[str] = frozenset()) -> tuple[dict, Options]:
@@ -72,7 +73,7 @@ def adapt(body: dict, opts: Options, engine_ids: frozenset[str] = frozenset()) -
     if dialect.online and force is None:
         force = True  # the client asked for a searched answer; an explicit `web_search: false` still wins
     if dialect.online and hosted is None:
-        hosted = HostedSearch(max_uses=None, context_size=None)
+        hosted = HostedSearch()
     count = dialect.max_results
     if hosted is not None and count is not None:
         hosted = replace(hosted, max_results=count)
@@ -97,7 +98,6 @@ def _plugins(plugins: Any, dialect: Dialect, engine_ids: frozenset[str]) -> Dial
             dialect, online=True,
             max_results=_count(count) if count is not None else dialect.max_results,
             engine=engine if isinstance(engine, str) and engine in engine_ids else dialect.engine,
-            search_prompt=plugin.get("search_prompt") if isinstance(plugin.get("search_prompt"), str) else None,
         )
     return dialect
 

@@ -164,8 +164,6 @@ def _known_label_sets() -> None:
     `config_series` creates those for each config a Runtime is built from (hub/runtime.py)."""
     from .trace import _FAMILIES
 
-    for outcome in ("ok", "timeout", "blocked", "error", "skipped", "budget"):  # hub/fetcher/reading.py
-        PAGES_READ.labels(outcome)
     for client in (*(name for name, _ in _FAMILIES), "other"):  # hub/observability/trace.py's client_family
         SIDE_REQUESTS_SKIPPED.labels(client)
     for mode in ("tool", "presearch"):  # hub/turn/pipeline.py: webSearch.mode hybrid counts as presearch

@@ -15,8 +15,8 @@ import re
 import textwrap
 from bisect import bisect_right
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
 
+from ...fetcher.extract import absolute_url
 from ...tools.passages import find as find_spans
 
 WRAP = 160
@@ -38,14 +38,8 @@ class Page:
 
 
 def _link_url(raw: str, base: str) -> str | None:
-    try:
-        url = urljoin(base, raw) if base else raw
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > MAX_LINK_URL:
-        return None
-    return url.split("#", 1)[0]
+    """A link as the fetcher would open it (its parser and spelling), or None."""
+    return absolute_url(base, raw, MAX_LINK_URL)
 
 
 def page_of(text: str, base_url: str = "", markup_links: tuple[str, ...] = ()) -> Page:
