@@ -68,6 +68,7 @@ import time
 import urllib.request
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -141,14 +142,11 @@ class Gateway:
         await self.client.aclose()
 
 
-class GatewayHttpx:
-    """make_client() through httpx's API (the search engines' and the fetcher's way in)."""
+class HttpxAPI:
+    """A client with httpx's API (`client`, `url` set by the subclass)."""
 
-    def __init__(self, url: str) -> None:
-        from hub.upstream.http import make_client
-
-        self.client = make_client({})
-        self.url = url
+    client: Any
+    url: str
 
     async def nonstream(self, body: bytes):
         r = await self.client.post(self.url, content=body, headers=HEADERS)
@@ -171,6 +169,17 @@ class GatewayHttpx:
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+class GatewayHttpx(HttpxAPI):
+    """make_client() through httpx's API (the search engines' and the fetcher's way in)."""
+
+    def __init__(self, url: str) -> None:
+        from hub.upstream.http import make_client
+
+        self.client = make_client({})
+        self.url = url
+
 
 
 class Aiohttp:
@@ -247,7 +256,7 @@ class Pyreqwest:
         await self.client.close()
 
 
-class Httpx:
+class Httpx(HttpxAPI):
     def __init__(self, url: str) -> None:
         import httpx
 
@@ -256,27 +265,6 @@ class Httpx:
                                         timeout=httpx.Timeout(READ_S, connect=CONNECT_S))
         self.url = url
 
-    async def nonstream(self, body: bytes):
-        r = await self.client.post(self.url, content=body, headers=HEADERS)
-        if r.status_code != 200:
-            raise RuntimeError(f"HTTP {r.status_code}")
-        return r.content
-
-    async def stream(self, body: bytes, first, keep: list | None = None) -> int:
-        n = 0
-        async with self.client.stream("POST", self.url, content=body, headers=HEADERS) as r:
-            if r.status_code != 200:
-                raise RuntimeError(f"HTTP {r.status_code}")
-            async for chunk in r.aiter_bytes():
-                if not n:
-                    first()
-                n += len(chunk)
-                if keep is not None:
-                    keep.append(bytes(chunk))
-        return n
-
-    async def close(self) -> None:
-        await self.client.aclose()
 
 
 class Httpcore:
