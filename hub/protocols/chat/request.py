@@ -9,12 +9,12 @@ body itself stays the dict the client sent.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 import msgspec
 
 from ...core.errors import BadRequest
+from ...core.wire import convert
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 TOOL_CHOICES = frozenset({"auto", "none", "required"})
@@ -95,16 +95,9 @@ class ChatRequest(msgspec.Struct):
     reasoning_effort: str | None = None
 
 
-_AT = re.compile(r" - at `\$\.?(.*)`$")
-_MISSING = re.compile(r"^Object missing required field `([^`]+)`")
-
-
 def validate_chat(body: dict) -> None:
     """Raise BadRequest for the first field of a chat request the gateway cannot read."""
-    try:
-        request = msgspec.convert(body, ChatRequest)
-    except msgspec.ValidationError as e:
-        raise _bad_request(str(e)) from None
+    request = convert(body, ChatRequest, what="chat request")
     for i, m in enumerate(request.messages):
         if m.role == "tool" and m.tool_call_id is None:
             raise BadRequest(f"'messages[{i}].tool_call_id' is required for tool messages and must be a string",
@@ -116,20 +109,6 @@ def validate_chat(body: dict) -> None:
     for i, tool in enumerate(request.tools or ()):
         if tool.function is None and tool.type in (None, "function"):
             raise BadRequest(f"'tools[{i}].function' is required for a function tool", param=f"tools[{i}].function")
-
-
-def _bad_request(message: str) -> BadRequest:
-    """msgspec's error ("Expected `str`, got `int` - at `$.messages[0].role`") with its path as the param."""
-    at = _AT.search(message)
-    path = at.group(1) if at else ""
-    text = message[: at.start()] if at else message
-    missing = _MISSING.match(text)
-    if missing:
-        path = f"{path}.{missing.group(1)}" if path else missing.group(1)
-        return BadRequest(f"'{path}' is required", param=path)
-    if not path:
-        return BadRequest(f"invalid chat request: {text}")
-    return BadRequest(f"'{path}': {text}", param=path)
 
 
 CONTEXT_COUNTS = {"low": 3, "medium": 5, "high": 10}  # results per search for search_context_size
