@@ -26,6 +26,7 @@ from .observability.traces import TraceRecorder
 from .routing.dispatch import Dispatcher, Gate
 from .routing.router import Cooldowns, Router
 from .search.metered import MeteredSearch, SearchBill
+from .search.registry import ENGINE_KINDS
 from .search.service import SearchService
 from .store import Store, open_store
 from .tools.registry import Parts
@@ -97,6 +98,11 @@ class Runtime:
         await self.fetch[0].aclose()
 
 
+def load_config(path: str) -> cfgmod.Config:
+    """The config file, its search engines checked against the ones hub/search/engines/ holds."""
+    return cfgmod.load(path, engine_kinds=ENGINE_KINDS)
+
+
 @contextlib.asynccontextmanager
 async def running(config: cfgmod.Config, store: Store | None = None) -> AsyncIterator[Runtime]:
     """A Runtime outside the server (`searchhub search`, `engines --probe`, `doctor`, `mcp`), built as
@@ -136,7 +142,7 @@ class Gateway:
         return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     async def start(self) -> None:
-        config = self._initial or cfgmod.load(self.config_path)
+        config = self._initial or load_config(self.config_path)
         self._stamp = self._file_stamp()
         store = state_store(config.state)
         # One read now, so a shared store that is down shows on /health before a request needs it.
@@ -207,7 +213,7 @@ class Gateway:
         assert self.runtime is not None
         self.last_reload_attempt = time.time()
         try:
-            config = cfgmod.load(self.config_path)
+            config = load_config(self.config_path)
             if config.state != self.runtime.config.state:
                 log.warning("the 'state' section changed; it takes effect at the next restart")
             runtime = Runtime(config, self.runtime.shared)

@@ -59,10 +59,12 @@ def setup_logging(level: str, log_format: str | None = None) -> None:
 
 def app_factory():
     """Uvicorn worker entry point (`--workers N` needs an importable factory)."""
+    from hub.runtime import load_config
+
     from .app import create_app
 
     path = cfgmod.locate(None).path  # serve() put the absolute path in $SEARCHHUB_CONFIG
-    cfg = cfgmod.load(path)
+    cfg = load_config(path)
     setup_logging(cfg.server.log_level)
     supervisor = os.environ.get(_SUPERVISOR_ENV)
     if supervisor and supervisor.isdigit() and int(supervisor) == os.getppid():

@@ -15,6 +15,7 @@ from hub import config as cfgmod
 from hub.backends import quirks
 from hub.backends.normalize import StreamNormalizer, ToolCallAssembler, normalize_completion
 from hub.config.quirks import FAMILIES, Quirks
+from hub.search.registry import ENGINE_KINDS
 from hub.upstream.failures import error_message, request_kind, scrub
 
 from .helpers import base_config, searxng_engine
@@ -114,28 +115,29 @@ def test_per_provider_overrides_in_engines_json():
     cfg = base_config("http://127.0.0.1:1/v1")
     cfg["providers"]["local"] = {"type": "openai-compatible", "baseURL": "http://127.0.0.1:1/v1",
                                  "quirks": {"family": "llamacpp", "toolResults": "tool", "dropFields": ["seed"]}}
-    q = cfgmod.build(cfg, env={}).providers["local"].quirks
+    q = cfgmod.build(cfg, env={}, engine_kinds=ENGINE_KINDS).providers["local"].quirks
     assert q.family == "llamacpp" and q.null_content is False and q.tool_results == "tool"
     assert q.drop_fields == ("seed",)
-    assert cfgmod.build(base_config("http://x/v1"), env={}).providers["local"].quirks.family == "vllm"
+    built = cfgmod.build(base_config("http://x/v1"), env={}, engine_kinds=ENGINE_KINDS)
+    assert built.providers["local"].quirks.family == "vllm"
 
 
 def test_bad_quirk_override_is_a_config_error():
     cfg = base_config("http://127.0.0.1:1/v1")
     cfg["providers"]["local"]["quirks"] = {"forceTool": "please"}
     with pytest.raises(cfgmod.ConfigError) as e:
-        cfgmod.build(cfg, env={})
+        cfgmod.build(cfg, env={}, engine_kinds=ENGINE_KINDS)
     assert "providers.local.quirks.forceTool" in str(e.value)
 
 
 def test_web_search_mode_global_and_per_backend():
     cfg = base_config("http://127.0.0.1:1/v1")
     cfg["webSearch"] = {"mode": "hybrid", "perBackend": {"local": {"mode": "presearch"}}}
-    ws = cfgmod.build(cfg, env={}).web_search
+    ws = cfgmod.build(cfg, env={}, engine_kinds=ENGINE_KINDS).web_search
     assert ws.limits.mode == "hybrid" and ws.limits_for("local").mode == "presearch"
     cfg["webSearch"] = {"mode": "sometimes"}
     with pytest.raises(cfgmod.ConfigError):
-        cfgmod.build(cfg, env={})
+        cfgmod.build(cfg, env={}, engine_kinds=ENGINE_KINDS)
 
 
 # --- inbound ------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import pytest
 
 from hub.config import parse
 from hub.routing.router import Cooldowns, Router, UnknownTarget
+from hub.search.registry import ENGINE_KINDS
 
 
 def router(**vr) -> Router:
@@ -21,7 +22,7 @@ def router(**vr) -> Router:
             "thinking": [{"targets": ["b.think"]}],
             "gpt": [{"targets": ["oa.gpt-5", "a.x"]}]}, **vr},
     }
-    return Router(parse(json.dumps(cfg), env={}), Cooldowns())
+    return Router(parse(json.dumps(cfg), env={}, engine_kinds=ENGINE_KINDS), Cooldowns())
 
 
 def keys(targets) -> list[str]:

@@ -18,6 +18,7 @@ import trustme
 
 from hub.config import parse
 from hub.search.engines.ddgs import DdgsEngine
+from hub.search.registry import ENGINE_KINDS
 
 from .fakes.forward_proxy import ForwardProxy
 from .fakes.search_providers import config_with
@@ -211,7 +212,7 @@ def test_arguments_from_recency_location_and_options(ca_file):
     from hub.search.engine import EngineContext
 
     cfg = parse(json.dumps(config_with([ddgs_engine(ca_file[1], options={"region": "wt-wt", "safesearch": "off"})])),
-                env={})
+                env={}, engine_kinds=ENGINE_KINDS)
     engine = DdgsEngine(cfg.web_search.engines[0], EngineContext(None, cfg.web_search))  # type: ignore[arg-type]
     args = engine.arguments(SearchRequest("q", 4, "oneDay", user_location={"country": "CN"}))
     assert args == {"region": "cn-zh", "safesearch": "off", "timelimit": "d", "max_results": 4,
@@ -223,17 +224,17 @@ def test_arguments_from_recency_location_and_options(ca_file):
 @pytest.mark.parametrize(("backend", "google"), [("duckduckgo", False), ("auto", False), ("google", True),
                                                  ("google,duckduckgo", False)])
 def test_google_backed_only_when_its_backend_is_google(backend, google):
-    cfg = parse(json.dumps(config_with([{"id": "web", "type": "ddgs", "options": {"backend": backend}}])), env={})
+    cfg = parse(json.dumps(config_with([{"id": "web", "type": "ddgs", "options": {"backend": backend}}])), env={},
+                engine_kinds=ENGINE_KINDS)
     assert cfg.web_search.engines[0].google is google
 
 
 def test_repository_engines_json_defaults_to_keyless_ddgs():
     """What the README's run command serves with: a default engine that needs no key and no service."""
     from hub.config import load
-    from hub.config.engine_kinds import API_ENGINE_KINDS
 
-    cfg = load(Path(__file__).resolve().parent.parent / "engines.json", env={})
+    cfg = load(Path(__file__).resolve().parent.parent / "engines.json", env={}, engine_kinds=ENGINE_KINDS)
     default = cfg.web_search.default_engine
     assert default is not None and default.type == "ddgs" and default.api_key is None
-    assert API_ENGINE_KINDS["ddgs"].keyless
+    assert ENGINE_KINDS.api["ddgs"].keyless
     assert [e.id for e in cfg.web_search.engines] == [default.id]

@@ -191,8 +191,10 @@ def _classify(args: argparse.Namespace) -> int:
 
 def load_config(path: str) -> cfgmod.Config | None:
     """The config, or None after printing every error (with its JSON path) to stderr."""
+    from ..runtime import load_config as load  # with the search engines it may name (hub/search/registry.py)
+
     try:
-        return cfgmod.load(path)
+        return load(path)
     except cfgmod.ConfigError as e:
         print(f"{path}: invalid configuration", file=sys.stderr)
         for err in e.errors:

@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .. import config as cfgmod
-from ..config.engine_kinds import API_ENGINE_KINDS
 from ..config.proxy import mask_proxy
 from ..runtime import running
 from ..search import fetch
 from ..search.base import UNAVAILABLE, SearchResult, failure
-from ..search.registry import kind_of
+from ..search.registry import ENGINE_KINDS, kind_of
 from ..store.memory import MemoryStore
 
 SNIPPET_CHARS = 240
@@ -125,7 +124,7 @@ def describe_engines(cfg: cfgmod.Config) -> list[dict]:
             key = "set" if has_key else "not set"
             kind = f"{kind_of(e, cfg)} model ({e.provider_key})"
         else:
-            key = "set" if e.api_key else ("not needed" if API_ENGINE_KINDS[e.type or ""].keyless else "not set")
+            key = "set" if e.api_key else ("not needed" if ENGINE_KINDS.api[e.type or ""].keyless else "not set")
             kind = kind_of(e, cfg) + (f" ({', '.join(e.members)})" if e.members else "")
         rows.append({"id": e.id, "kind": kind, "key": key, "google": e.google, "baidu": e.baidu,
                      "default": e is cfg.web_search.default_engine,

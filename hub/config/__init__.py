@@ -1,8 +1,10 @@
 """engines.json -> a typed, validated Config. The bottom layer: it imports nothing else of the gateway.
 
 `settings` holds the typed model, `loader` reads, expands and checks a file, `engine_kinds`, `keys`,
-`proxy`, `quirks` and `side_requests` the parts of the file that are compiled at load."""
+`proxy`, `quirks` and `side_requests` the parts of the file that are compiled at load. Which search
+engines a file may name is passed to `load`/`parse`/`build` as `engine_kinds` (an EngineKinds)."""
 
+from .engine_kinds import EngineKind, EngineKinds
 from .loader import (
     BUILTIN_CONFIG,
     CONFIG_ENV,
@@ -47,8 +49,8 @@ from .settings import (
 
 __all__ = [
     "BUILTIN_CONFIG", "COMMERCIAL_TYPES", "CONFIG_ENV", "CONFIG_NAME", "ROUTE_CLASSES", "SCHEMA_PATH", "SEARCH_ROUTE",
-    "SELF_HOSTED_TYPES", "Config", "ConfigError", "ConfigLocation", "EngineConfig", "FetchOffer", "Limits", "Pool",
-    "Provider", "ReadPages", "RouterConfig", "ServerConfig", "StrippedURL", "Target", "TelemetryConfig", "TraceConfig",
-    "WebFetchConfig", "WebSearchConfig", "build", "env_names", "expand_env", "format_path", "load", "locate", "mask",
-    "mask_url", "parse", "schema", "user_config_path", "with_defaults",
+    "SELF_HOSTED_TYPES", "Config", "ConfigError", "ConfigLocation", "EngineConfig", "EngineKind", "EngineKinds",
+    "FetchOffer", "Limits", "Pool", "Provider", "ReadPages", "RouterConfig", "ServerConfig", "StrippedURL", "Target",
+    "TelemetryConfig", "TraceConfig", "WebFetchConfig", "WebSearchConfig", "build", "env_names", "expand_env",
+    "format_path", "load", "locate", "mask", "mask_url", "parse", "schema", "user_config_path", "with_defaults",
 ]

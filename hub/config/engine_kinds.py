@@ -1,30 +1,15 @@
-"""What each kind of search engine needs from engines.json, checked when the config loads.
+"""What an engines.json entry of a search engine must carry, checked when the config loads.
 
-The engine classes (hub/search/engines/) say how to search; this table says what an entry must carry,
-so the loader needs nothing above hub/config/. tests/test_search_parser_properties.py keeps these
-names, hub/search/registry.py and the schema's enums equal."""
+The types only: each engine module of hub/search/engines/ declares its own EngineKind beside its
+class, and hub/search/registry.py collects them into an EngineKinds that the callers of the loader
+(hub/runtime.py, hub/cli/main.py, routes/serve.py) pass in. So hub/config/ imports nothing above it
+and holds no list of engines: a new engine is one module in hub/search/engines/."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-
-def ddgs_backends(options: Mapping[str, Any]) -> list[str]:
-    """The ddgs backends an entry's `options.backend` names ("auto" when it names none)."""
-    value = options.get("backend", "auto")
-    return [b.strip().lower() for b in value.split(",") if b.strip()] if isinstance(value, str) else ["auto"]
-
-
-def _ddgs_index(options: Mapping[str, Any]) -> str | None:
-    chosen = ddgs_backends(options)
-    return "google" if chosen and all(b == "google" for b in chosen) else None
-
-
-def _jina_index(options: Mapping[str, Any]) -> str | None:
-    engine = options.get("provider") or options.get("engine")
-    return engine if isinstance(engine, str) and engine in ("google", "bing") else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,37 +18,15 @@ class EngineKind:
     needs_base_url: bool = False  # no public service: baseURL is required (self-hosted)
     index: str | None = None  # whose web index answers: "google" makes an engine Google-backed, "baidu", ...
     index_of: Callable[[Mapping[str, Any]], str | None] | None = None  # when the options choose the index
+    members: bool = False  # a fan-out over other engines: its entry lists their ids in `engines` (multi)
 
     def index_for(self, options: Mapping[str, Any]) -> str | None:
         return self.index_of(options) if self.index_of else self.index
 
 
-# An API engine's `type` in engines.json.
-API_ENGINE_KINDS: dict[str, EngineKind] = {
-    "ddgs": EngineKind(keyless=True, index_of=_ddgs_index),
-    "serper": EngineKind(index="google"),
-    "brave": EngineKind(),
-    "exa": EngineKind(),
-    "tavily": EngineKind(),
-    "searxng": EngineKind(keyless=True, needs_base_url=True),
-    "bocha": EngineKind(),
-    "zhipu": EngineKind(),
-    "baidu": EngineKind(index="baidu"),
-    "ollama": EngineKind(),
-    "jina": EngineKind(index_of=_jina_index),
-    "perplexity": EngineKind(),
-    "firecrawl": EngineKind(),
-    "linkup": EngineKind(),
-    "multi": EngineKind(keyless=True),  # its members carry the keys
-}
+@dataclass(frozen=True, slots=True)
+class EngineKinds:
+    """The engines a build holds, by the name engines.json gives them."""
 
-# The provider types whose models search themselves (an LLM engine's providerKey) -> the index they search.
-MODEL_ENGINE_KINDS: dict[str, EngineKind] = {
-    "glm": EngineKind(),
-    "gemini": EngineKind(index="google"),
-    "dashscope": EngineKind(),
-    "moonshot": EngineKind(),
-    "perplexity": EngineKind(),
-    "openai": EngineKind(),
-    "anthropic": EngineKind(),
-}
+    api: Mapping[str, EngineKind] = field(default_factory=dict)  # an API engine's `type`
+    model: Mapping[str, EngineKind] = field(default_factory=dict)  # a search-capable model's provider type

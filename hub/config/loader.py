@@ -21,7 +21,7 @@ from ..config.keys import parse_keys
 from ..config.proxy import DIRECT, parse_proxy
 from ..config.quirks import resolve as resolve_quirks
 from ..config.side_requests import compile_side_config
-from .engine_kinds import API_ENGINE_KINDS, MODEL_ENGINE_KINDS
+from .engine_kinds import EngineKind, EngineKinds
 from .settings import (
     FIRST_TOKEN_TIMEOUT_MS,
     SEARCH_ROUTE,
@@ -172,28 +172,32 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema())
 
 
-def load(path: str | os.PathLike, env: dict[str, str] | None = None) -> Config:
+def load(path: str | os.PathLike, env: dict[str, str] | None = None, *, engine_kinds: EngineKinds) -> Config:
+    """The config file at `path`. `engine_kinds` are the search engines it may name, passed in by the
+    caller (hub/search/registry.py's ENGINE_KINDS): this layer imports nothing above it and lists none."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError([f"cannot read {p}: {e.strerror or e}"]) from None
-    return parse(text, env=env, path=str(p))
+    return parse(text, env=env, path=str(p), engine_kinds=engine_kinds)
 
 
-def parse(text: str, env: dict[str, str] | None = None, path: str | None = None) -> Config:
+def parse(text: str, env: dict[str, str] | None = None, path: str | None = None, *,
+          engine_kinds: EngineKinds) -> Config:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
         raise ConfigError([f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"]) from None
-    cfg = build(raw, env=os.environ if env is None else env, path=path)
+    cfg = build(raw, env=os.environ if env is None else env, path=path, engine_kinds=engine_kinds)
     object.__setattr__(cfg, "raw_hash", hashlib.sha256(text.encode()).hexdigest()[:12])
     return cfg
 
 
-def _schema_errors(raw: Any) -> list[str]:
+def _schema_errors(raw: Any) -> list[tuple[list[str], str]]:
+    """(path, message) of each way the config breaks the schema."""
     errors = []
-    for err in sorted(_validator().iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
+    for err in _validator().iter_errors(raw):
         where = format_path(list(err.absolute_path))
         if err.validator == "oneOf" and "engines" in err.absolute_path:
             msg = "an engine needs exactly one of 'providerKey' (LLM search backend) or 'type' (API provider)"
@@ -207,7 +211,7 @@ def _schema_errors(raw: Any) -> list[str]:
             msg = _describe(err)
         else:
             msg = err.message
-        errors.append(f"{where}: {msg}")
+        errors.append((list(map(str, err.absolute_path)), f"{where}: {msg}"))
     return errors
 
 
@@ -271,13 +275,15 @@ def _resolved(sch: dict) -> dict:
     return schema()["$defs"][ref.rsplit("/", 1)[-1]] if ref else sch
 
 
-def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
+def build(raw: Any, env: dict[str, str], path: str | None = None, *, engine_kinds: EngineKinds) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(["(root): must be a JSON object"])
     env_errors: list[str] = []
     written = raw.get("providers")  # as written, before expansion: which variables each baseURL names
+    as_written = raw
     raw = expand_env(raw, dict(env), (), env_errors)
-    errors = env_errors + _schema_errors(raw)
+    found = _schema_errors(raw) + _engine_type_errors(raw, as_written, engine_kinds.api)
+    errors = env_errors + [text for _, text in sorted(found, key=lambda f: f[0])]
     if errors:
         raise ConfigError(errors)
     raw = with_defaults(raw)
@@ -345,7 +351,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None) -> Config:
         background_patterns=tuple(s.lower() for s in vr["backgroundModelPatterns"]),
     )
 
-    web_search = _build_web_search(raw["webSearch"], providers, routes, errors)
+    web_search = _build_web_search(raw["webSearch"], providers, routes, engine_kinds, errors)
     web_fetch = _build_web_fetch(raw.get("webFetch", {}), providers, errors)
 
     aliases = raw.get("modelAliases", {})
@@ -412,8 +418,34 @@ def _read_pages(d: dict | None, base: ReadPages) -> ReadPages:
                      max_chars=d.get("maxChars", base.max_chars))
 
 
+def _engine_entries(raw: Any) -> list:
+    ws = raw.get("webSearch") if isinstance(raw, dict) else None
+    entries = ws.get("engines") if isinstance(ws, dict) else None
+    return entries if isinstance(entries, list) else []
+
+
+def _engine_type_errors(raw: dict, as_written: dict, api: Mapping[str, EngineKind]) -> list[tuple[list[str], str]]:
+    """An API engine's `type` names an engine of the build (the schema only says it is a string),
+    reported with the schema's errors so one run shows them all. A type taken from the environment
+    is named by its variable, not its value (which could be anything, a key too)."""
+    written = _engine_entries(as_written)
+    errors = []
+    for i, e in enumerate(_engine_entries(raw)):
+        kind = e.get("type") if isinstance(e, dict) else None
+        if not isinstance(kind, str) or kind in api:
+            continue
+        source = written[i].get("type") if i < len(written) and isinstance(written[i], dict) else None
+        variables = env_names(source)
+        shown = f"'{kind}'" if not variables else "from " + ", ".join(f"${{{v}}}" for v in variables)
+        errors.append((["webSearch", "engines", str(i), "type"],
+                       f"webSearch.engines[{i}].type: unknown engine type {shown} "
+                       f"(known: {', '.join(sorted(api)) or 'none'})"))
+    return errors
+
+
 def _build_web_search(
-    ws: dict, providers: dict[str, Provider], routes: dict[str, tuple[Pool, ...]], errors: list[str]
+    ws: dict, providers: dict[str, Provider], routes: dict[str, tuple[Pool, ...]], engine_kinds: EngineKinds,
+    errors: list[str],
 ) -> WebSearchConfig:
     search_targets = {t.key for pool in routes.get(SEARCH_ROUTE, ()) for t in pool.targets}
     engines: list[EngineConfig] = []
@@ -435,20 +467,20 @@ def _build_web_search(
                 )
                 continue
             ptype = providers[pk.partition(".")[0]].type
-            kind = MODEL_ENGINE_KINDS.get(ptype)
+            kind = engine_kinds.model.get(ptype)
             if kind is None:
                 errors.append(
                     f"{where}.providerKey: engine '{e['id']}' needs a provider of a search-capable type "
-                    f"({', '.join(sorted(MODEL_ENGINE_KINDS))}), got '{ptype}'"
+                    f"({', '.join(sorted(engine_kinds.model)) or 'none'}), got '{ptype}'"
                 )
                 continue
         else:
-            kind = API_ENGINE_KINDS[e["type"]]  # the schema's enum lists exactly these
+            kind = engine_kinds.api[e["type"]]  # _engine_type_errors vouched for it
             if kind.needs_base_url and not e.get("baseURL"):
                 errors.append(f"{where}.baseURL: a {e['type']} engine needs the URL of its instance")
             if not kind.keyless and not e.get("apiKey"):
                 errors.append(f"{where}.apiKey: engine '{e['id']}' of type {e['type']} needs an apiKey")
-            if e.get("engines") and e["type"] != "multi":
+            if e.get("engines") and not kind.members:
                 errors.append(f"{where}.engines: only a multi engine has member engines")
             for price in ("costPerMillionInputTokens", "costPerMillionOutputTokens"):
                 if price in e:
@@ -486,7 +518,7 @@ def _build_web_search(
         )
     if defaults > 1:
         errors.append("webSearch.engines: at most one engine may be the default")
-    _check_members(engines, errors)
+    _check_members(engines, engine_kinds.api, errors)
     limits = _limits(ws, None)
     per_backend = {}
     for pid, override in ws.get("perBackend", {}).items():
@@ -557,11 +589,15 @@ def _build_web_fetch(wf: dict, providers: dict[str, Provider], errors: list[str]
     )
 
 
-def _check_members(engines: list[EngineConfig], errors: list[str]) -> None:
+def _check_members(engines: list[EngineConfig], api: Mapping[str, EngineKind], errors: list[str]) -> None:
     """A multi engine's members: other, existing, non-multi engines."""
     by_id = {e.id: e for e in engines}
+
+    def holds_members(e: EngineConfig) -> bool:
+        return e.type is not None and api[e.type].members
+
     for i, e in enumerate(engines):
-        if e.type != "multi":
+        if not holds_members(e):
             continue
         where = f"webSearch.engines[{i}].engines"
         if not e.members:
@@ -570,7 +606,7 @@ def _check_members(engines: list[EngineConfig], errors: list[str]) -> None:
             member = by_id.get(m)
             if member is None:
                 errors.append(f"{where}: unknown engine '{m}' (known: {', '.join(sorted(by_id))})")
-            elif member.type == "multi":
+            elif holds_members(member):
                 errors.append(f"{where}: '{m}' is a multi engine itself")
         if len(set(e.members)) != len(e.members):
             errors.append(f"{where}: an engine is listed twice")

@@ -284,10 +284,11 @@ async def search_service(config: dict, store: Any = None, cooldowns: Any = None)
     from hub.routing.dispatch import Dispatcher, Gate
     from hub.routing.router import Cooldowns, Router
     from hub.search import SearchService
+    from hub.search.registry import ENGINE_KINDS
     from hub.store.memory import MemoryStore
     from hub.upstream.http import make_client
 
-    cfg = parse(json.dumps(config), env={})
+    cfg = parse(json.dumps(config), env={}, engine_kinds=ENGINE_KINDS)
     client = make_client()
     router = Router(cfg, cooldowns or Cooldowns())
     service = SearchService(cfg, client, router, Dispatcher(client, router, Gate()), store or MemoryStore())

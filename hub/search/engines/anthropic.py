@@ -4,8 +4,9 @@ a hit's snippet is the text Claude cited from it (`web_search_result_location.ci
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ...config.settings import Target
 from ..base import (
     TOO_MANY_REQUESTS,
@@ -25,6 +26,9 @@ INSTRUCTION = "Search the web for: {query}\nReply with a short summary of what y
 
 
 class AnthropicEngine(ModelEngine):
+    PROVIDER_TYPE: ClassVar[str] = "anthropic"  # the type of the provider its providerKey names
+    KIND: ClassVar[EngineKind] = EngineKind()
+
     @classmethod
     def build(cls, target: Target, req: SearchRequest, options: dict) -> tuple[str, dict[str, str], dict]:
         tool: dict[str, Any] = {"type": "web_search_20250305", "name": "web_search",

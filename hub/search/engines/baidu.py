@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
+from ...config.engine_kinds import EngineKind
 from ..base import (
     TOO_MANY_REQUESTS,
     EngineError,
@@ -58,6 +59,8 @@ def parse_date(value: Any) -> datetime | None:
 
 
 class BaiduEngine(ApiEngine):
+    TYPE: ClassVar[str] = "baidu"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind(index="baidu")
     DEFAULT_BASE_URL = "https://qianfan.baidubce.com"
     MAX_COUNT = 50
 

@@ -3,16 +3,19 @@ results inside Bocha's own envelope. Chinese-first index, no locale parameter.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
+from ...config.engine_kinds import EngineKind
 from ..base import EngineError, Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from ..engine import ApiEngine, malformed
 from ..fetch import Outgoing, fetch_json, status_error
 
 
 class BochaEngine(ApiEngine):
+    TYPE: ClassVar[str] = "bocha"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind()
     DEFAULT_BASE_URL = "https://api.bochaai.com"
     MAX_COUNT = 50
 

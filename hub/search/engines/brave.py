@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ..base import Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from ..engine import ApiEngine, malformed, result_objects, site_query
 from ..fetch import Outgoing
@@ -12,6 +13,8 @@ FRESHNESS = {"oneDay": "pd", "oneWeek": "pw", "oneMonth": "pm", "oneYear": "py"}
 
 
 class BraveEngine(ApiEngine):
+    TYPE: ClassVar[str] = "brave"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind()
     DEFAULT_BASE_URL = "https://api.search.brave.com"
     MAX_COUNT = 20  # Brave's own limit for `count`
 

@@ -6,9 +6,10 @@ become the hits)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ...backends import openai_compat
+from ...config.engine_kinds import EngineKind
 from ...config.settings import Target
 from ..base import Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from ..engine import malformed
@@ -28,6 +29,9 @@ def api_root(base_url: str) -> str:
 
 
 class DashscopeEngine(ModelEngine):
+    PROVIDER_TYPE: ClassVar[str] = "dashscope"  # the type of the provider its providerKey names
+    KIND: ClassVar[EngineKind] = EngineKind()
+
     @classmethod
     def build(cls, target: Target, req: SearchRequest, options: dict) -> tuple[str, dict[str, str], dict]:
         p = target.provider

@@ -10,12 +10,13 @@ structured search errors that `webSearch.fallback` hands to the next engine.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ddgs import DDGS
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
-from ...config.engine_kinds import ddgs_backends as backends
+from ...config.engine_kinds import EngineKind
 from ...config.proxy import DIRECT, mask_proxy
 from ...config.settings import EngineConfig
 from ...core.redaction import redact
@@ -36,11 +37,23 @@ REGIONS = {
     "ID": "id-en", "VN": "vn-vi", "TH": "th-th", "IL": "il-he",
 }
 SAFESEARCH = ("on", "moderate", "off")
-# ddgs's text backends whose results come from Google's index (disabled in ddgs 9.16, may return).
 
+
+def backends(options: Mapping[str, Any]) -> list[str]:
+    """The ddgs backends an entry's `options.backend` names ("auto" when it names none)."""
+    value = options.get("backend", "auto")
+    return [b.strip().lower() for b in value.split(",") if b.strip()] if isinstance(value, str) else ["auto"]
+
+
+def _index(options: Mapping[str, Any]) -> str | None:
+    """Google-backed only when every chosen backend is ddgs's google one (disabled in ddgs 9.16, may return)."""
+    chosen = backends(options)
+    return "google" if chosen and all(b == "google" for b in chosen) else None
 
 
 class DdgsEngine(Engine):
+    TYPE: ClassVar[str] = "ddgs"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind(keyless=True, index_of=_index)
     MAX_COUNT = 30
     CONCURRENCY: ClassVar[int] = 4  # searches in flight per engine (each fans out to threads itself)
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ..base import Parsed, RawHit, SearchRequest, as_list, first_str, recency_start
 from ..engine import ApiEngine, result_objects
 from ..fetch import Outgoing
@@ -12,6 +13,8 @@ TEXT_CHARS = 1000  # how much page text to ask for: the snippet when Exa sends n
 
 
 class ExaEngine(ApiEngine):
+    TYPE: ClassVar[str] = "exa"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind()
     DEFAULT_BASE_URL = "https://api.exa.ai"
     MAX_COUNT = 50
 

@@ -3,8 +3,9 @@ request schema is strict — unknown keys are a 400 — so only its own fields a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ..base import Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from ..engine import ApiEngine, malformed
 from ..fetch import Outgoing
@@ -13,6 +14,8 @@ TBS = {"oneDay": "qdr:d", "oneWeek": "qdr:w", "oneMonth": "qdr:m", "oneYear": "q
 
 
 class FirecrawlEngine(ApiEngine):
+    TYPE: ClassVar[str] = "firecrawl"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind()
     DEFAULT_BASE_URL = "https://api.firecrawl.dev"
     MAX_COUNT = 100
 

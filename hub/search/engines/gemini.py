@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ...config.settings import Target
 from ..base import EngineError, Parsed, RawHit, SearchRequest, as_dict, as_list, first_str, recency_start
 from ..engine import malformed
@@ -33,6 +34,8 @@ def rfc3339(t: datetime) -> str:
 
 
 class GeminiEngine(ModelEngine):
+    PROVIDER_TYPE: ClassVar[str] = "gemini"  # the type of the provider its providerKey names
+    KIND: ClassVar[EngineKind] = EngineKind(index="google")  # Google Search grounding
 
     @classmethod
     def build(cls, target: Target, req: SearchRequest, options: dict) -> tuple[str, dict[str, str], dict]:

@@ -3,9 +3,10 @@ array are the hits, the answer text the summary."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ...backends import openai_compat
+from ...config.engine_kinds import EngineKind
 from ...config.settings import Target
 from ..base import Parsed, RawHit, SearchRequest, as_dict, as_list
 from ..engine import malformed
@@ -23,6 +24,8 @@ OPTION_FIELDS = {
 
 
 class GlmEngine(ModelEngine):
+    PROVIDER_TYPE: ClassVar[str] = "glm"  # the type of the provider its providerKey names
+    KIND: ClassVar[EngineKind] = EngineKind()
     MAX_COUNT = 50  # GLM's own limit for `count`
 
     @classmethod

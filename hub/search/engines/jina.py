@@ -3,14 +3,24 @@ no-content`), so Jina does not crawl every hit. Jina has no recency filter."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ..base import Parsed, RawHit, SearchRequest, first_str
 from ..engine import ApiEngine, malformed
 from ..fetch import Outgoing
 
 
+def _index(options: Mapping[str, Any]) -> str | None:
+    """The index `options.provider` (or `engine`) chooses: Google's or Bing's, else Jina's own mix."""
+    engine = options.get("provider") or options.get("engine")
+    return engine if isinstance(engine, str) and engine in ("google", "bing") else None
+
+
 class JinaEngine(ApiEngine):
+    TYPE: ClassVar[str] = "jina"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind(index_of=_index)
     DEFAULT_BASE_URL = "https://s.jina.ai"
     MAX_COUNT = 20
 

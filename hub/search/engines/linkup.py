@@ -3,10 +3,11 @@ search with nothing found as HTTP 400 SEARCH_QUERY_NO_RESULT: that is no results
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
+from ...config.engine_kinds import EngineKind
 from ..base import (
     TOO_MANY_REQUESTS,
     UNAVAILABLE,
@@ -25,6 +26,8 @@ _QUOTA_CODES = ("INSUFFICIENT_FUNDS_CREDITS", "EXCEED_BUDGET_LIMIT")
 
 
 class LinkupEngine(ApiEngine):
+    TYPE: ClassVar[str] = "linkup"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind()
     DEFAULT_BASE_URL = "https://api.linkup.so"
     MAX_COUNT = 50
 

@@ -5,9 +5,10 @@ to list them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ...backends import openai_compat
+from ...config.engine_kinds import EngineKind
 from ...config.settings import Target
 from ..base import EngineError, Parsed, SearchRequest, as_dict, as_list, first_str
 from ..engine import malformed
@@ -22,6 +23,9 @@ MAX_ROUNDS = 4  # a turn may search several times; each round is one echo
 
 
 class MoonshotEngine(ModelEngine):
+    PROVIDER_TYPE: ClassVar[str] = "moonshot"  # the type of the provider its providerKey names
+    KIND: ClassVar[EngineKind] = EngineKind()
+
     @classmethod
     def build(cls, target: Target, req: SearchRequest, options: dict) -> tuple[str, dict[str, str], dict]:
         body: dict[str, Any] = {

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ...config.settings import EngineConfig
 from ..base import TOO_MANY_REQUESTS, UNAVAILABLE, Hit, Parsed, RawHit, SearchRequest, SearchResult, failure
 from ..engine import Engine, EngineContext
@@ -37,6 +39,8 @@ def fuse(rankings: Sequence[Sequence[Hit]], k: int = RRF_K) -> list[Hit]:
 
 
 class MultiEngine(Engine):
+    TYPE: ClassVar[str] = "multi"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind(keyless=True, members=True)  # its members carry the keys
 
     def __init__(self, config: EngineConfig, ctx: EngineContext, *, members: Mapping[str, Engine]) -> None:
         super().__init__(config, ctx)

@@ -3,14 +3,17 @@ account's). No recency, locale or domain parameters: domains are filtered on our
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ..base import Parsed, RawHit, SearchRequest
 from ..engine import ApiEngine, result_objects
 from ..fetch import Outgoing
 
 
 class OllamaEngine(ApiEngine):
+    TYPE: ClassVar[str] = "ollama"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind()
     DEFAULT_BASE_URL = "https://ollama.com"
     MAX_COUNT = 10  # the API's maximum max_results
 

@@ -7,10 +7,11 @@ snippet), then with Responses the other consulted sources (`web_search_call.acti
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ...backends import openai_compat
+from ...config.engine_kinds import EngineKind
 from ...config.settings import Target
 from ..base import Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from ..engine import malformed
@@ -34,6 +35,9 @@ def _location(req: SearchRequest) -> dict | None:
 
 
 class OpenAIEngine(ModelEngine):
+    PROVIDER_TYPE: ClassVar[str] = "openai"  # the type of the provider its providerKey names
+    KIND: ClassVar[EngineKind] = EngineKind()
+
     @classmethod
     def uses_chat(cls, target: Target, options: dict) -> bool:
         api = options.get("api")

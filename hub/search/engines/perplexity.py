@@ -3,8 +3,9 @@ dates. (Perplexity's Sonar chat models are the `perplexity` model engine, sonar.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ..base import Parsed, RawHit, SearchRequest
 from ..engine import ApiEngine, result_objects
 from ..fetch import Outgoing
@@ -14,6 +15,8 @@ MAX_DOMAINS = 20
 
 
 class PerplexityEngine(ApiEngine):
+    TYPE: ClassVar[str] = "perplexity"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind()
     DEFAULT_BASE_URL = "https://api.perplexity.ai"
     MAX_COUNT = 20
 

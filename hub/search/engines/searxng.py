@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ..base import EngineError, Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from ..engine import ApiEngine, malformed
 from ..fetch import Outgoing, fetch_json
@@ -14,6 +15,8 @@ TIME_RANGE = {"oneDay": "day", "oneWeek": "week", "oneMonth": "month", "oneYear"
 
 
 class SearxngEngine(ApiEngine):
+    TYPE: ClassVar[str] = "searxng"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind(keyless=True, needs_base_url=True)
     DEFAULT_BASE_URL = "http://127.0.0.1:8888"  # there is no public default: config requires baseURL
     MAX_COUNT = 50  # SearXNG has no count parameter; a page is cut to the count
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ..base import Parsed, RawHit, SearchRequest, as_dict, first_str
 from ..engine import ApiEngine, malformed, site_query
 from ..fetch import Outgoing
@@ -12,6 +13,8 @@ TBS = {"oneDay": "qdr:d", "oneWeek": "qdr:w", "oneMonth": "qdr:m", "oneYear": "q
 
 
 class SerperEngine(ApiEngine):
+    TYPE: ClassVar[str] = "serper"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind(index="google")
     DEFAULT_BASE_URL = "https://google.serper.dev"
     MAX_COUNT = 50
 

@@ -3,9 +3,10 @@ snippet); the answer's [n] markers index them from 1."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ...backends import openai_compat
+from ...config.engine_kinds import EngineKind
 from ...config.settings import Target
 from ..base import Parsed, RawHit, SearchRequest, as_dict, as_list, first_str
 from ..engine import malformed
@@ -14,6 +15,9 @@ from .perplexity import MAX_DOMAINS, RECENCY
 
 
 class SonarEngine(ModelEngine):
+    PROVIDER_TYPE: ClassVar[str] = "perplexity"  # the type of the provider its providerKey names
+    KIND: ClassVar[EngineKind] = EngineKind()
+
     @classmethod
     def build(cls, target: Target, req: SearchRequest, options: dict) -> tuple[str, dict[str, str], dict]:
         body: dict[str, Any] = {

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ..base import Parsed, RawHit, SearchRequest
 from ..engine import ApiEngine, result_objects
 from ..fetch import Outgoing
@@ -13,6 +14,8 @@ TIME_RANGE = {"oneDay": "day", "oneWeek": "week", "oneMonth": "month", "oneYear"
 
 
 class TavilyEngine(ApiEngine):
+    TYPE: ClassVar[str] = "tavily"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind()
     DEFAULT_BASE_URL = "https://api.tavily.com"
     MAX_COUNT = 20  # Tavily's own limit for `max_results`
 

@@ -3,8 +3,9 @@ chat tokens (the `glm` model engine is the chat-tool path). Hits under `search_r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from ...config.engine_kinds import EngineKind
 from ..base import Parsed, RawHit, SearchRequest, as_list
 from ..engine import ApiEngine, malformed
 from ..fetch import Outgoing
@@ -14,6 +15,8 @@ DEFAULT_SEARCH_ENGINE = "search_std"
 
 
 class ZhipuEngine(ApiEngine):
+    TYPE: ClassVar[str] = "zhipu"  # webSearch.engines[].type
+    KIND: ClassVar[EngineKind] = EngineKind()
     DEFAULT_BASE_URL = "https://open.bigmodel.cn/api/paas/v4"
     MAX_COUNT = 50
 
