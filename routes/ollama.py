@@ -44,19 +44,19 @@ def error_response(exc: Exception) -> Response:
 async def web_search(request: Request) -> Response:
     try:
         rt = runtime(request)
-        call = ollama.search_call(await read_json(request, rt.config.server.max_body_bytes))
+        req = ollama.search_request(await read_json(request, rt.config.server.max_body_bytes))
         key, bill = caller(request)
 
         async def searched():
-            result = await rt.metered(key, bill).search(call.query, count=call.max_results)
+            result = await rt.metered(key, bill).search(req)
             if not result.ok:
                 raise search_error(result, request)
             if rt.reader is not None:  # reads nothing when webSearch.readPages is off
-                result = await rt.reader.read(result, call.query, rt.config.web_search.limits.read_pages, key)
+                result = await rt.reader.read(result, req.query, rt.config.web_search.limits.read_pages, key)
             return result
 
         result = await cancel_on_disconnect(request, searched())
-        return JSONResponse(ollama.search_results(result, call.max_results))
+        return JSONResponse(ollama.search_results(result, req.count or ollama.MAX_RESULTS))
     except Exception as e:
         if not expected_error(e):
             log.exception("ollama web_search failed")

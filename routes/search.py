@@ -12,11 +12,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from hub.core.errors import BadRequest, GatewayError
+from hub.core.wire import convert
 from hub.search.base import (
     BUDGET_EXHAUSTED,
     INVALID_TOOL_INPUT,
     QUERY_TOO_LONG,
     TOO_MANY_REQUESTS,
+    SearchRequest,
     SearchResult,
 )
 from hub.search.metered import MeteredSearch
@@ -26,31 +28,11 @@ from .common import caller, expected_error, openai_error, read_json, runtime
 log = logging.getLogger("searchhub.search")
 
 
-class SearchBody(msgspec.Struct):
-    """The body of POST /v1/search; unknown fields are ignored."""
-
-    query: str
-    engine: str | None = None
-    count: int | None = None
-    recency: str | None = None
-    allowed_domains: list[str] = []
-    blocked_domains: list[str] = []
-    user_location: dict | None = None
-    read_pages: bool = False  # read the top result pages and add their passages (webSearch.readPages)
-
-
 class OpenWebUIBody(msgspec.Struct):
     """What Open WebUI's external web search engine posts: {"query", "count"}."""
 
     query: str
     count: int | None = None
-
-
-def decode(body: dict, kind: type[msgspec.Struct]):
-    try:
-        return msgspec.convert(body, kind)
-    except msgspec.ValidationError as e:
-        raise BadRequest(f"invalid search request: {e}") from None
 
 
 def metered(request: Request) -> MeteredSearch:
@@ -61,17 +43,14 @@ def metered(request: Request) -> MeteredSearch:
 async def search(request: Request) -> Response:
     try:
         rt = runtime(request)
-        body = decode(await read_json(request, rt.config.server.max_body_bytes), SearchBody)
-        result = await metered(request).search(
-            body.query, engine=body.engine, count=body.count, recency=body.recency,
-            allowed_domains=body.allowed_domains, blocked_domains=body.blocked_domains,
-            user_location=body.user_location,
-        )
+        req = convert(await read_json(request, rt.config.server.max_body_bytes), SearchRequest,
+                      what="search request")
+        result = await metered(request).search(req)
         if not result.ok:
             raise search_error(result, request)
-        if body.read_pages and rt.reader is not None:
+        if req.read_pages and rt.reader is not None:  # off unless asked: webSearch.readPages says how
             reading = rt.config.web_search.limits.read_pages
-            result = await rt.reader.read(result, body.query, replace(reading, enabled=True), caller(request)[0])
+            result = await rt.reader.read(result, req.query, replace(reading, enabled=True), caller(request)[0])
         return JSONResponse({"object": "search.result", **result.to_document(), "cost": result.cost})
     except Exception as e:
         if not expected_error(e):
@@ -82,8 +61,9 @@ async def search(request: Request) -> Response:
 async def open_webui_search(request: Request) -> Response:
     try:
         rt = runtime(request)
-        body = decode(await read_json(request, rt.config.server.max_body_bytes), OpenWebUIBody)
-        result = await metered(request).search(body.query, count=body.count)
+        body = convert(await read_json(request, rt.config.server.max_body_bytes), OpenWebUIBody,
+                       what="search request")
+        result = await metered(request).search(SearchRequest(body.query, body.count))
         if not result.ok:
             raise search_error(result, request)
         return JSONResponse([{"link": h.url, "title": h.title, "snippet": h.snippet} for h in result.hits])

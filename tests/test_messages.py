@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from hub.core.errors import BadRequest
 from hub.protocols.messages import MessagesStream, estimate_input_tokens, from_chat, to_chat
-from hub.search.base import Hit, SearchResult
+from hub.search.base import Hit, SearchRequest, SearchResult
 from hub.tools.events import Keepalive, Outcome, ToolFinished, ToolStarted
 from hub.tools.web_search import SearchCall, decode_hit
 
@@ -309,8 +309,8 @@ _item = st.one_of(
                     "name": _json, "arguments": _json})}), max_size=2) | _json}) | _json,
         "finish_reason": _json}), max_size=2) | _json}, optional={"usage": _json}),
     st.builds(Keepalive),
-    st.builds(lambda q: ToolStarted(SearchCall("call_1", q)), st.text(max_size=5)),
-    st.builds(lambda q: ToolFinished(SearchCall("call_1", q, "e", SearchResult("e", q, (RUST,)))),
+    st.builds(lambda q: ToolStarted(SearchCall("call_1", SearchRequest(q))), st.text(max_size=5)),
+    st.builds(lambda q: ToolFinished(SearchCall("call_1", SearchRequest(q, engine="e"), SearchResult("e", q, (RUST,)))),
               st.text(max_size=5)),
 )
 
@@ -417,8 +417,8 @@ def _hosted_ctx():
 
 
 def test_from_chat_hosted_search_blocks_and_citations() -> None:
-    ok = SearchCall("call_abc", "rust release", "google", SearchResult("google", "rust release", (RUST,)))
-    failed = SearchCall("call_def", "more", "google", SearchResult("google", "more", error="max uses exceeded",
+    ok = SearchCall("call_abc", SearchRequest("rust release", engine="google"), SearchResult("google", "rust release", (RUST,)))
+    failed = SearchCall("call_def", SearchRequest("more", engine="google"), SearchResult("google", "more", error="max uses exceeded",
                                                                    error_code="max_uses_exceeded"))
     text = "Rust 1.91.0 is out [1]. Enjoy."
     annotations = [{"type": "url_citation", "url_citation": {"url": RUST.url, "title": RUST.title,
@@ -524,9 +524,9 @@ def test_stream_broken_tool_arguments_are_repaired() -> None:
 
 def test_stream_hosted_search_and_citations() -> None:
     _, ctx = to_chat(req(stream=True, tools=[{"type": "web_search_20250305", "name": "web_search"}]))
-    call = SearchCall("call_7", "rust release")
+    call = SearchCall("call_7", SearchRequest("rust release"))
     started = ToolStarted(call)
-    call_done = SearchCall("call_7", "rust release", "google", SearchResult("google", "rust release", (RUST,)))
+    call_done = SearchCall("call_7", SearchRequest("rust release", engine="google"), SearchResult("google", "rust release", (RUST,)))
     events = parse_sse(encode(ctx, [
         chunk({"content": "Searching. "}),
         started,

@@ -22,7 +22,7 @@ from hub.fetcher.cache import FetchCache, cache_key
 from hub.fetcher.extract import MAX_LINKS, links_of
 from hub.fetcher.result import UNSUPPORTED_CONTENT_TYPE, URL_NOT_ACCESSIBLE, URL_NOT_ALLOWED, FetchResult
 from hub.protocols import ollama as protocol
-from hub.search.base import Hit, SearchResult
+from hub.search.base import Hit, SearchRequest, SearchResult
 from hub.store import MemoryStore
 
 from .fakes.search_providers import Reply
@@ -342,9 +342,9 @@ def test_ollama_async_client(gateway, fake_model, search_fakes, site) -> None:
 
 
 def test_the_protocol_functions() -> None:
-    assert protocol.search_call({"query": "q"}) == protocol.SearchCall("q", 5)
-    assert protocol.search_call({"query": "q", "max_results": 50}).max_results == protocol.MAX_RESULTS
-    assert protocol.search_call({"query": "q", "max_results": None}).max_results == 5
+    assert protocol.search_request({"query": "q"}) == SearchRequest("q", 5)
+    assert protocol.search_request({"query": "q", "max_results": 50}).count == protocol.MAX_RESULTS
+    assert protocol.search_request({"query": "q", "max_results": None}).count == 5
     result = SearchResult("searxng", "q", hits=(
         Hit("A", "https://a.example/", "teaser a", passages=("First passage.", "Second passage.")),
         Hit("B", "https://b.example/", "teaser b")))

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from hub.config import ConfigError, parse
 from hub.config.proxy import DIRECT, mask_proxy, parse_proxy
+from hub.search.base import SearchRequest
 from hub.search.registry import ENGINE_KINDS
 from hub.upstream.proxy import ProxyPolicy, choose
 
@@ -59,7 +60,7 @@ def serper(proxy_url: str | bool | None, host: str = "search.test") -> dict:
 def run(config: dict, env: dict[str, str] | None = None, times: int = 1):
     async def go():
         async with search_service(config, env) as svc:
-            return [await svc.search(f"latest stable rust release {i}") for i in range(times)]
+            return [await svc.search(SearchRequest(f"latest stable rust release {i}")) for i in range(times)]
 
     results = asyncio.run(go())
     return results[0] if times == 1 else results

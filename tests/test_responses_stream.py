@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseStreamEvent
 
 from hub.protocols.responses import KEEPALIVE, ResponsesStream, to_chat
-from hub.search.base import Hit, SearchResult
+from hub.search.base import Hit, SearchRequest, SearchResult
 from hub.tools.events import Keepalive, ToolFinished, ToolStarted
 from hub.tools.web_search import SearchCall
 
@@ -147,9 +147,9 @@ def items_from_recording(events: list[dict]) -> list:
         elif kind == "response.output_item.done" and data["item"]["type"] == "web_search_call":
             action = data["item"]["action"]
             result = SearchResult("serper", action["query"], tuple(Hit("t", s["url"], "s") for s in action["sources"]))
-            call = SearchCall(data["item"]["id"], action["query"], "serper", None)
+            call = SearchCall(data["item"]["id"], SearchRequest(action["query"], engine="serper"))
             out.append(ToolStarted(call))
-            out.append(ToolFinished(SearchCall(call.id, call.query, "serper", result)))
+            out.append(ToolFinished(SearchCall(call.id, call.request, result)))
         elif kind == "response.output_text.annotation.added":
             a = data["annotation"]
             out.append(chunk({"annotations": [{"type": "url_citation", "url_citation": {
@@ -253,10 +253,10 @@ def test_search_rounds_with_hosted_tool() -> None:
     first = "Let me check."
     answer = "\n\nRust 1.91 is out."
     start = len(first) + 2
-    call = SearchCall("call_s", "rust", "serper")
+    call = SearchCall("call_s", SearchRequest("rust", engine="serper"))
     events, _ = run(ctx, [
         chunk({"reasoning_content": "need to search"}), chunk({"content": first}),
-        ToolStarted(call), Keepalive(), ToolFinished(SearchCall("call_s", "rust", "serper", RUST)),
+        ToolStarted(call), Keepalive(), ToolFinished(SearchCall("call_s", SearchRequest("rust", engine="serper"), RUST)),
         chunk({"content": answer}),
         chunk({"annotations": [
             {"type": "url_citation", "url_citation": {"start_index": start, "end_index": start + 9,
@@ -282,7 +282,7 @@ def test_search_rounds_with_hosted_tool() -> None:
 
 def test_searches_are_invisible_without_the_hosted_tool() -> None:
     ctx = ctx_for({"model": "m", "input": "rust?"})
-    call = SearchCall("call_s", "rust", "serper", RUST)
+    call = SearchCall("call_s", SearchRequest("rust", engine="serper"), RUST)
     events, _ = run(ctx, [ToolStarted(call), ToolFinished(call), chunk({"content": "ok"}), chunk(finish="stop")])
     final = check_events(events)
     assert [i["type"] for i in final["output"]] == ["message"]
@@ -291,10 +291,10 @@ def test_searches_are_invisible_without_the_hosted_tool() -> None:
 
 def test_parallel_searches_and_a_failed_one() -> None:
     ctx = ctx_for({"model": "m", "input": "x", "tools": [{"type": "web_search_preview"}]})
-    a, b = SearchCall("a", "qa", "e"), SearchCall("b", "qb", "e")
-    failed = SearchCall("b", "qb", "e", SearchResult("e", "qb", error="down", error_code="unavailable"))
+    a, b = SearchCall("a", SearchRequest("qa", engine="e")), SearchCall("b", SearchRequest("qb", engine="e"))
+    failed = SearchCall("b", SearchRequest("qb", engine="e"), SearchResult("e", "qb", error="down", error_code="unavailable"))
     events, _ = run(ctx, [ToolStarted(a), ToolStarted(b), ToolFinished(failed),
-                          ToolFinished(SearchCall("a", "qa", "e", RUST)), chunk({"content": "done"}),
+                          ToolFinished(SearchCall("a", SearchRequest("qa", engine="e"), RUST)), chunk({"content": "done"}),
                           chunk(finish="stop")])
     final = check_events(events)
     ws_a, ws_b, _ = final["output"]
@@ -372,7 +372,7 @@ _annotation = st.fixed_dictionaries({"type": st.just("url_citation"), "url_citat
 _delta = st.fixed_dictionaries({}, optional={
     "content": st.text(max_size=6), "reasoning_content": st.text(max_size=6), "refusal": st.text(max_size=3),
     "tool_calls": st.lists(_fragment, max_size=2), "annotations": st.lists(_annotation, max_size=2)})
-_search = st.builds(lambda cid, q, ok: SearchCall(cid, q, "e", RUST if ok else None),
+_search = st.builds(lambda cid, q, ok: SearchCall(cid, SearchRequest(q, engine="e"), RUST if ok else None),
                     st.sampled_from(["s1", "s2"]), st.text(max_size=4), st.booleans())
 _item = st.one_of(
     st.builds(lambda d, f: chunk(d, f), _delta, st.sampled_from([None, None, "stop", "length", "tool_calls"])),

@@ -13,7 +13,7 @@ from openai.types.responses import Response
 
 from hub.core.errors import BadRequest
 from hub.protocols.responses import custom_input, from_chat, items_to_messages, to_chat
-from hub.search.base import Hit, SearchResult
+from hub.search.base import Hit, SearchRequest, SearchResult
 from hub.tools.base import HostedSearch
 from hub.tools.events import Outcome
 from hub.tools.web_search import SearchCall
@@ -421,8 +421,8 @@ def test_from_chat_text_with_citations_and_searches() -> None:
     text = "Rust 1.91.0 is the latest."
     outcome = Outcome(chat_completion({"content": text, "annotations": [{"type": "url_citation", "url_citation": {
         "start_index": 0, "end_index": 26, "url": RUST.hits[0].url, "title": RUST.hits[0].title}}]}),
-        calls=[SearchCall("call_1", RUST.query, "serper", RUST),
-                  SearchCall("call_2", "broken", "serper", SearchResult("serper", "broken", error="down"))])
+        calls=[SearchCall("call_1", SearchRequest(RUST.query, engine="serper"), RUST),
+                  SearchCall("call_2", SearchRequest("broken", engine="serper"), SearchResult("serper", "broken", error="down"))])
     resp = from_chat(outcome, ctx)
     Response.model_validate(resp)  # the SDK's own type accepts it
     assert resp["id"].startswith("resp_") and resp["object"] == "response" and resp["status"] == "completed"
@@ -455,7 +455,7 @@ def test_from_chat_drops_leading_blank_lines_and_keeps_offsets() -> None:
 
 def test_from_chat_searches_stay_invisible_without_the_hosted_tool() -> None:
     _, ctx = to_chat({"model": "m", "input": "rust?"})
-    resp = from_chat(Outcome(chat_completion({"content": "x"}), calls=[SearchCall("c", "q", "e", RUST)]), ctx)
+    resp = from_chat(Outcome(chat_completion({"content": "x"}), calls=[SearchCall("c", SearchRequest("q", engine="e"), RUST)]), ctx)
     assert [item["type"] for item in resp["output"]] == ["message"]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.search import SearchResult
+from hub.search import SearchRequest, SearchResult
 from hub.search.render import tool_text
 
 from .fakes.search_apis import KEYS
@@ -39,7 +39,7 @@ def engine(fake, kind: str, **extra) -> dict:
 def search(fake, kind: str, query: str = "latest stable rust release", *, engine_extra=None, **kw) -> SearchResult:
     async def go():
         async with search_service(config_with([engine(fake, kind, **(engine_extra or {}))])) as svc:
-            return await svc.search(query, **kw)
+            return await svc.search(SearchRequest(query, **kw))
 
     return asyncio.run(go())
 

@@ -17,6 +17,7 @@ import pytest
 import trustme
 
 from hub.config import parse
+from hub.search.base import SearchRequest
 from hub.search.engines.ddgs import DdgsEngine
 from hub.search.registry import ENGINE_KINDS
 
@@ -79,7 +80,7 @@ def ddgs_engine(ca_path: str, **extra) -> dict:
 def run(config: dict, env: dict[str, str] | None = None, **kw):
     async def go():
         async with search_service(config, env) as svc:
-            return await svc.search(kw.pop("query", "latest stable rust release"), **kw)
+            return await svc.search(SearchRequest(kw.pop("query", "latest stable rust release"), **kw))
 
     return asyncio.run(go())
 
@@ -196,7 +197,7 @@ def test_timeout_is_an_error_and_the_event_loop_keeps_running(proxy, ca_file, an
         ticker = asyncio.create_task(tick())
         async with search_service(cfg) as svc:
             started = time.monotonic()
-            result = await svc.search("latest stable rust release")
+            result = await svc.search(SearchRequest("latest stable rust release"))
             elapsed = time.monotonic() - started
         ticker.cancel()
         return result, elapsed, ticks

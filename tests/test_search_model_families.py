@@ -12,6 +12,7 @@ import pytest
 
 from hub.config import ConfigError, parse
 from hub.routing.router import Cooldowns
+from hub.search.base import SearchRequest
 from hub.search.registry import ENGINE_KINDS
 from hub.search.render import tool_text
 
@@ -39,7 +40,7 @@ def config(fake, engine: dict, targets: list[str], **kw) -> dict:
 def one(cfg: dict, query: str = "latest stable rust release", cooldowns: Cooldowns | None = None, **kw):
     async def go():
         async with search_service(cfg, cooldowns=cooldowns) as svc:
-            return await svc.search(query, **kw)
+            return await svc.search(SearchRequest(query, **kw))
 
     return asyncio.run(go())
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hub.routing.router import Cooldowns
+from hub.search.base import SearchRequest
 
 from .fakes.search_models import GEMINI_KEY, GLM_KEY
 from .fakes.search_providers import Reply, config_with, search_service
@@ -41,7 +42,7 @@ GOOGLE = {"id": "google", "providerKey": "gem.gemini-2.5-flash"}
 def one(cfg: dict, cooldowns: Cooldowns | None = None, **kw):
     async def go():
         async with search_service(cfg, cooldowns=cooldowns) as svc:
-            return await svc.search("latest stable rust release", **kw)
+            return await svc.search(SearchRequest("latest stable rust release", **kw))
 
     return asyncio.run(go())
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hub.config import ConfigError, parse
-from hub.search.base import Hit
+from hub.search.base import Hit, SearchRequest
 from hub.search.engines.multi import RRF_K, fuse
 from hub.search.registry import ENGINE_KINDS
 from hub.search.render import tool_text
@@ -43,7 +43,7 @@ def run(cfg: dict, **kw):
     async def go():
         async with search_service(cfg) as svc:
             started = time.monotonic()
-            r = await svc.search("latest stable rust release", **kw)
+            r = await svc.search(SearchRequest("latest stable rust release", **kw))
             return r, time.monotonic() - started
 
     return asyncio.run(go())
@@ -90,9 +90,9 @@ def test_partial_results_are_not_cached(fake):
 
     async def go():
         async with search_service(multi_config(fake)) as svc:
-            first = await svc.search("latest stable rust release")
-            second = await svc.search("latest stable rust release")
-            third = await svc.search("latest stable rust release")
+            first = await svc.search(SearchRequest("latest stable rust release"))
+            second = await svc.search(SearchRequest("latest stable rust release"))
+            third = await svc.search(SearchRequest("latest stable rust release"))
             return first, second, third
 
     first, second, third = asyncio.run(go())

@@ -220,19 +220,20 @@ def searxng(search_fakes):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(query=st.one_of(st.text(max_size=600), st.none(), st.integers(), st.sampled_from(NASTY)),
-       engine=st.one_of(st.none(), st.sampled_from(["s", "S", "x", ""]), st.integers()),
-       count=leaves, recency=st.one_of(st.sampled_from([None, *RECENCY]), texts),
+@given(query=st.one_of(st.text(max_size=600), st.sampled_from(NASTY)),
+       engine=st.one_of(st.none(), st.sampled_from(["s", "S", " s ", "x", "", " "]), texts),
+       count=st.one_of(st.none(), st.integers()), recency=st.one_of(st.sampled_from([None, *RECENCY]), texts),
        domains=st.lists(st.one_of(texts, st.sampled_from(URLS)), max_size=3),
        location=st.one_of(st.none(), st.dictionaries(st.sampled_from(["country", "city"]), leaves)))
-def test_the_service_answers_any_arguments_with_a_result(searxng, query, engine, count, recency, domains, location):
+def test_the_service_answers_any_request_with_a_result(searxng, query, engine, count, recency, domains, location):
+    """Any request of SearchRequest's types (what the doors decode or repair into), whatever is in it."""
     cfg = config_with([{"id": "s", "type": "searxng", "baseURL": searxng.base_url(searxng.server, "searxng")}],
                       cacheTtlMs=0)
+    req = SearchRequest(query, count, recency, tuple(domains), tuple(domains[:1]), location, engine=engine)
 
     async def go():
         async with search_service(cfg) as svc:
-            return await svc.search(query, engine=engine, count=count, recency=recency, allowed_domains=domains,
-                                    blocked_domains=domains[:1], user_location=location)
+            return await svc.search(req)
 
     result = asyncio.run(go())
     assert isinstance(result, SearchResult)

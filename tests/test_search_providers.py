@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hub.search import SearchResult
+from hub.search import SearchRequest, SearchResult
 from hub.search.render import tool_text
 
 from .fakes.search_providers import KEYS, Reply, config_with, search_service
@@ -34,7 +34,7 @@ def search(fake, kind: str, query: str = "latest stable rust release", *, engine
            **kw) -> SearchResult:
     async def go():
         async with search_service(config_with([engine(fake, kind, **(engine_extra or {}))], **(ws or {}))) as svc:
-            return await svc.search(query, **kw)
+            return await svc.search(SearchRequest(query, **kw))
 
     return asyncio.run(go())
 
@@ -296,7 +296,7 @@ def test_unreachable_service():
     async def go():
         cfg = config_with([{"id": "s", "type": "searxng", "baseURL": f"http://127.0.0.1:{port}"}])
         async with search_service(cfg) as svc:
-            return await svc.search("q")
+            return await svc.search(SearchRequest("q"))
 
     r = asyncio.run(go())
     assert r.error_code == "unavailable" and "cannot reach" in r.error

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hub.backends.normalize import ToolCallAssembler
+from hub.search.base import SearchRequest
 from hub.tools.arguments import ArgumentError, parse_arguments
-from hub.tools.web_search import RECENCY, WEB_SEARCH, SearchArgs, search_args, web_search_tool
+from hub.tools.web_search import MAX_COUNT, RECENCY, WEB_SEARCH, search_args, web_search_tool
 
 ENGINES = [("glm", "GLM 4.7, better for Chinese / domestic news"), ("google", "Gemini, global coverage")]
 
@@ -309,7 +310,7 @@ def test_a_call_becomes_complete_when_later_fragments_arrive():
 
 def test_plain_arguments():
     raw = '{"engine": "glm", "query": "今天的国际新闻头条", "recency": "oneDay", "count": 3}'
-    assert search_args(raw) == SearchArgs(query="今天的国际新闻头条", engine="glm", recency="oneDay", count=3)
+    assert search_args(raw) == SearchRequest("今天的国际新闻头条", count=3, recency="oneDay", engine="glm")
 
 
 @pytest.mark.parametrize("key", ["q", "search_query", "keywords", "question", "text", "query"])
@@ -402,12 +403,12 @@ def test_engine_is_passed_through_trimmed():
 
 def test_wrapped_call_object_is_unwrapped():
     raw = {"name": "web_search", "arguments": '{"q": "rust"}', "count": "4"}
-    assert search_args(raw) == SearchArgs(query="rust", engine=None, recency=None, count=4)
+    assert search_args(raw) == SearchRequest("rust", count=4)
     assert search_args({"parameters": {"query": "x"}}).query == "x"
 
 
 def test_fenced_and_double_encoded_search_arguments():
-    assert search_args('```json\n{"query": "x", "count": "2"}\n```') == SearchArgs("x", None, None, 2)
+    assert search_args('```json\n{"query": "x", "count": "2"}\n```') == SearchRequest("x", 2)
     assert search_args(json.dumps(json.dumps({"q": "x"}))).query == "x"
 
 
@@ -484,6 +485,26 @@ def test_search_args_only_ever_raises_argument_error(raw):
     assert args.query and args.query == args.query.strip()
     assert args.recency is None or args.recency in RECENCY
     assert args.count is None or 1 <= args.count <= 50
+
+
+_requests = st.builds(
+    SearchRequest,
+    st.text(min_size=1, max_size=80).map(lambda text: " ".join(text.split())).filter(bool),
+    count=st.none() | st.integers(1, MAX_COUNT),
+    recency=st.none() | st.sampled_from(RECENCY),
+    engine=st.none() | st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,20}", fullmatch=True),
+)
+
+
+@given(_requests, st.sampled_from(["object", "text", "wrapped"]))
+def test_a_valid_search_round_trips(req, form):
+    """Arguments that already fit the schema come back as the search they ask for, unchanged, however
+    the call carries them (an object, JSON text, or wrapped in a call object)."""
+    args = {key: value for key, value in (("engine", req.engine), ("query", req.query), ("recency", req.recency),
+                                          ("count", req.count)) if value is not None}
+    raw = {"object": args, "text": json.dumps(args, ensure_ascii=False),
+           "wrapped": {"name": WEB_SEARCH, "arguments": json.dumps(args)}}[form]
+    assert search_args(raw) == req
 
 
 @settings(max_examples=200, deadline=None)

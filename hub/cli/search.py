@@ -17,7 +17,7 @@ from .. import config as cfgmod
 from ..config.proxy import mask_proxy
 from ..runtime import running
 from ..search import fetch
-from ..search.base import UNAVAILABLE, SearchResult, failure
+from ..search.base import UNAVAILABLE, SearchRequest, SearchResult, failure
 from ..search.registry import ENGINE_KINDS, kind_of
 from ..store.memory import MemoryStore
 
@@ -89,8 +89,8 @@ def _held(logger: logging.Logger) -> Iterator[list[logging.LogRecord]]:
 
 async def _search(cfg: cfgmod.Config, args: argparse.Namespace) -> SearchResult:
     async with running(cfg, MemoryStore()) as runtime:
-        return await runtime.search.search(args.query, engine=args.engine, count=args.count,
-                                           recency=args.recency)
+        return await runtime.search.search(
+            SearchRequest(args.query, args.count, args.recency, engine=args.engine))
 
 
 def render(result: SearchResult) -> str:

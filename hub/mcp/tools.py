@@ -18,7 +18,7 @@ from ..fetcher import FetchResult, tool_content
 from ..fetcher.direct import DirectFetch
 from ..fetcher.reading import PageReader
 from ..search import render
-from ..search.base import BUDGET_EXHAUSTED, RECENCY, SearchResult
+from ..search.base import BUDGET_EXHAUSTED, RECENCY, SearchRequest, SearchResult
 from ..search.metered import MeteredSearch
 from ..search.sanitize import truncate
 
@@ -116,17 +116,17 @@ class WebSearchTool:
             problem = "domains must be an array of strings"
         if problem:
             return tool_error(f"web_search: {problem}", code="invalid_tool_input")
-        allowed = [d for d in domains if not d.startswith("-")]
-        blocked = [d[1:] for d in domains if d.startswith("-")]
-        result = await ctx.search.search(
-            arguments["query"], engine=arguments.get("engine"), count=arguments.get("count"),
-            recency=arguments.get("recency"), allowed_domains=allowed, blocked_domains=blocked,
+        req = SearchRequest(
+            arguments["query"], arguments.get("count"), arguments.get("recency"),
+            allowed_domains=tuple(d for d in domains if not d.startswith("-")),
+            blocked_domains=tuple(d[1:] for d in domains if d.startswith("-")),
+            engine=arguments.get("engine"), read_pages=arguments.get("read_pages", ctx.reading.enabled),
         )
+        result = await ctx.search.search(req)
         if not result.ok:
             return _search_failed(result, ctx.search)
-        if ctx.reader is not None and arguments.get("read_pages", ctx.reading.enabled):
-            result = await ctx.reader.read(result, arguments["query"], replace(ctx.reading, enabled=True),
-                                           ctx.search.key)
+        if ctx.reader is not None and req.read_pages:
+            result = await ctx.reader.read(result, req.query, replace(ctx.reading, enabled=True), ctx.search.key)
         return types.CallToolResult(content=[types.TextContent(text=render.digest(result.query, result))],
                                     structured_content=result.to_document())
 

@@ -10,8 +10,6 @@ routes/ollama.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..core.errors import BadRequest
 from ..fetcher.result import (
     INVALID_TOOL_INPUT,
@@ -23,22 +21,17 @@ from ..fetcher.result import (
     URL_TOO_LONG,
     FetchResult,
 )
-from ..search.base import SearchResult
+from ..search.base import SearchRequest, SearchResult
 
 DEFAULT_RESULTS = 5
 MAX_RESULTS = 10  # more is asked for: this many are answered
 PASSAGE_SEPARATOR = "\n\n"
 
 
-@dataclass(frozen=True, slots=True)
-class SearchCall:
-    query: str
-    max_results: int
-
-
-def search_call(body: object) -> SearchCall:
-    """The body of POST /api/web_search, or a BadRequest saying what is wrong with it. The engines'
-    own checks (an empty or overlong query) come later, from the search itself."""
+def search_request(body: object) -> SearchRequest:
+    """The body of POST /api/web_search as the search it asks for (`max_results` its count), or a
+    BadRequest saying what is wrong with it. The engines' own checks (an empty or overlong query) come
+    later, from the search itself."""
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     query = body.get("query")
@@ -51,7 +44,7 @@ def search_call(body: object) -> SearchCall:
         raise BadRequest("'max_results' must be an integer")
     elif n < 1:
         raise BadRequest("'max_results' must be at least 1")
-    return SearchCall(query, min(n, MAX_RESULTS))
+    return SearchRequest(query, min(n, MAX_RESULTS))
 
 
 def fetch_url(body: object) -> str:

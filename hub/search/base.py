@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+import msgspec
+
 if TYPE_CHECKING:
     from ..config.settings import EngineConfig
 
@@ -44,14 +46,22 @@ class PageRead:
     cached: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class SearchRequest:
+class SearchRequest(msgspec.Struct, frozen=True):
+    """A search someone asked for, whatever door it came in by: a model's web_search call (repaired into
+    it by hub/tools/web_search.py `search_args`), the body of POST /v1/search (decoded into it), an MCP
+    call, the CLI, Codex's and Ollama's searches. SearchService.search checks it, resolves its engine
+    and fills in its count; an engine receives it so."""
+
     query: str
-    count: int
-    recency: str | None = None
+    count: int | None = None  # None (or 0 or less): webSearch.maxResults; clamped to the engine's maximum
+    recency: str | None = None  # one of RECENCY; None or "noLimit": any time
     allowed_domains: tuple[str, ...] = ()
     blocked_domains: tuple[str, ...] = ()
     user_location: dict | None = None  # {"country","city","region","timezone"} where the engine supports it
+    # The engine id as asked (None: the default). SearchService.choose_engine resolves it, once: the
+    # web_search tool at the call (its repeated-call key needs it), the service for every other door.
+    engine: str | None = None
+    read_pages: bool | None = None  # read the top result pages; None: the door's default
 
     @property
     def country(self) -> str | None:

@@ -6,13 +6,12 @@ allowance is one allowance whatever door it came in by.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..access.budget import Budget, Denial
 from ..config.keys import ANONYMOUS, ApiKey
 from ..observability import metrics
-from .base import BUDGET_EXHAUSTED, SearchResult, failure
+from .base import BUDGET_EXHAUSTED, SearchRequest, SearchResult, failure
 from .sanitize import clean_text
 from .service import SearchService
 
@@ -37,22 +36,14 @@ class MeteredSearch:
         self.key_name = key.name if key else ANONYMOUS
         self.bill = bill if bill is not None else SearchBill()
 
-    async def search(
-        self, query: str, *, engine: str | None = None, count: int | None = None, recency: str | None = None,
-        allowed_domains: Sequence[str] = (), blocked_domains: Sequence[str] = (),
-        user_location: dict | None = None,
-    ) -> SearchResult:
+    async def search(self, req: SearchRequest) -> SearchResult:
         denial = await self.budget.take_search(self.key)
         if denial is not None:
             self.bill.denied = denial
             metrics.SEARCH_BUDGET_DENIALS.labels(self.key_name, denial.limit).inc()
-            shown = clean_text(query, 200) if isinstance(query, str) else ""
-            shown_engine = clean_text(engine, 64) if isinstance(engine, str) and engine.strip() else "none"
-            return failure(shown_engine, shown, denial.message, BUDGET_EXHAUSTED)
-        result = await self.service.search(
-            query, engine=engine, count=count, recency=recency, allowed_domains=allowed_domains,
-            blocked_domains=blocked_domains, user_location=user_location,
-        )
+            shown_engine = clean_text(req.engine, 64) if req.engine and req.engine.strip() else "none"
+            return failure(shown_engine, clean_text(req.query, 200), denial.message, BUDGET_EXHAUSTED)
+        result = await self.service.search(req)
         self.bill.searches += 1
         if result.cost > 0:
             self.bill.cost += result.cost

@@ -1,15 +1,15 @@
-"""The one entry point for running a web search: validate the arguments, pick the engine, answer
-from the cache or the engine, fall back to other engines when configured, record metrics."""
+"""The one entry point for running a web search: check the request, resolve its engine, answer from
+the cache or the engine, fall back to other engines when configured, record metrics."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
 
 import httpx
+from msgspec.structs import replace
 
 from ..config.settings import Config, EngineConfig
 from ..observability import metrics
@@ -52,7 +52,16 @@ class SearchService:
         proxies = getattr(client, "proxies", None) or ProxyPolicy()
         ctx = EngineContext(client, self._ws, router, dispatcher, MODEL_BACKENDS, proxies)
         self._engines: dict[str, Engine] = build_engines(config, ctx)
+        self._by_id = {e.id: e for e in self._ws.engines}
         self._folded = {e.id.casefold(): e for e in self._ws.engines}
+        # Under Google- (Baidu-) preferred intent, a search that names no engine goes to the first engine
+        # on that index, unless the default is on it: (google, baidu), decided here once.
+        default = self._ws.default_engine
+        google, baidu = self.engines(google_only=True), self.engines(baidu_only=True)
+        self._narrowed = (
+            google[0].id if google and not (default is not None and default.google) else None,
+            baidu[0].id if baidu and not (default is not None and default.baidu) else None,
+        )
         self.cache = SearchCache(store, self._ws.cache_ttl_s)
         self.activity = activity or Activity()
 
@@ -65,26 +74,34 @@ class SearchService:
             return [e for e in engines if e.google] or engines
         return engines
 
-    def resolve_engine(self, engine_id: str | None) -> EngineConfig | None:
-        """None -> the default engine (or the only one); an id -> that engine, case-insensitively."""
-        if engine_id is None or (isinstance(engine_id, str) and not engine_id.strip()):
-            return self._ws.default_engine
-        if not isinstance(engine_id, str):
-            return None
-        for e in self._ws.engines:
-            if e.id == engine_id:
-                return e
-        return self._folded.get(engine_id.strip().casefold())
+    def choose_engine(
+        self, asked: str | None, *, preferred: str | None = None, google: bool = False, baidu: bool = False,
+    ) -> tuple[str | None, str]:
+        """The one engine resolution: (the id a search goes to, how it was chosen: model | google | baidu
+        | default). The engine asked for; else `preferred` (a hosted tool's engine: OpenRouter's); else,
+        under Google- (Baidu-) preferred intent, the first engine on that index unless the default is on
+        it; else the default (the only engine, when there is one). A configured id is matched exactly or
+        case-insensitively and comes back as configured; a name that matches none comes back as it is,
+        and None when nothing is named and there is no default: search() answers those with the error."""
+        if asked is not None and asked.strip():
+            name: str | None = asked
+            how = "model"
+        else:
+            name = preferred or (self._narrowed[1] if baidu else self._narrowed[0] if google else None)
+            how = ("baidu" if baidu else "google") if name else "default"
+        if name is None or not name.strip():
+            found = self._ws.default_engine
+        else:
+            found = self._by_id.get(name) or self._folded.get(name.strip().casefold())
+        return (found.id if found is not None else name), how
 
-    async def search(
-        self, query: str, *, engine: str | None = None, count: int | None = None, recency: str | None = None,
-        allowed_domains: Sequence[str] = (), blocked_domains: Sequence[str] = (),
-        user_location: dict | None = None,
-    ) -> SearchResult:
+    def configured(self, engine_id: str | None) -> bool:
+        """Whether this is a configured engine's id, exactly (as choose_engine returns it)."""
+        return engine_id in self._by_id
+
+    async def search(self, req: SearchRequest) -> SearchResult:
         started = time.perf_counter()
-        result, label = await self._search(
-            query, engine, count, recency, allowed_domains, blocked_domains, user_location
-        )
+        result, label = await self._search(req)
         outcome = "ok" if result.ok else (result.error_code or UNAVAILABLE)
         elapsed = time.perf_counter() - started
         metrics.child(metrics.WEB_SEARCH_CALLS, label, outcome).inc()
@@ -92,37 +109,26 @@ class SearchService:
         self.activity.search(label, result.ok, result.cached, elapsed)
         return result
 
-    async def _search(
-        self, query: Any, engine_id: Any, count: Any, recency: Any,
-        allowed: Sequence[str], blocked: Sequence[str], user_location: Any,
-    ) -> tuple[SearchResult, str]:
+    async def _search(self, req: SearchRequest) -> tuple[SearchResult, str]:
         """(result, metrics label); the label is an engine id or 'none' (never model-chosen text)."""
-        if not isinstance(query, str):
-            return failure(_shown_id(engine_id), "", "query must be a string", INVALID_TOOL_INPUT), "none"
-        q = clean_query(query, MAX_QUERY_CHARS + 1)
-        engine = self.resolve_engine(engine_id)
+        q = clean_query(req.query, MAX_QUERY_CHARS + 1)
+        engine_id, _ = self.choose_engine(req.engine)  # an id the web_search tool resolved is its own
+        engine = self._by_id.get(engine_id) if engine_id is not None else None
         if engine is None:
-            return self._no_engine(engine_id, q), "none"
+            return self._no_engine(req.engine, q), "none"
         if not q:
             return failure(engine.id, "", "query is empty", INVALID_TOOL_INPUT), engine.id
         if len(q) > MAX_QUERY_CHARS:
             return failure(engine.id, q[:MAX_QUERY_CHARS],
                            f"query is longer than {MAX_QUERY_CHARS} characters", QUERY_TOO_LONG), engine.id
-        if recency in (None, "", "noLimit"):
-            recency = None
-        elif recency not in RECENCY:
+        recency = None if req.recency in (None, "", "noLimit") else req.recency
+        if recency is not None and recency not in RECENCY:
             return failure(engine.id, q, f"recency must be one of {', '.join(RECENCY)}", INVALID_TOOL_INPUT), engine.id
-        n = _as_count(count)
-        if n is None:
-            return failure(engine.id, q, "count must be a positive integer", INVALID_TOOL_INPUT), engine.id
-        req = SearchRequest(
-            query=q,
-            count=n or self._ws.max_results,  # clamped to the engine's maximum per attempt
-            recency=recency,
-            allowed_domains=_domains(allowed),
-            blocked_domains=_domains(blocked),
-            user_location=dict(user_location) if isinstance(user_location, dict) else None,
-        )
+        req = replace(
+            req, query=q, engine=engine.id, recency=recency,
+            count=req.count if req.count is not None and req.count > 0 else self._ws.max_results,
+            allowed_domains=_domains(req.allowed_domains), blocked_domains=_domains(req.blocked_domains),
+        )  # the count is clamped to the engine's maximum per attempt
         first = await self._attempt(engine, req)
         if first.ok or not self._ws.fallback or first.error_code not in _FALLBACK_CODES:
             return first, engine.id
@@ -133,7 +139,7 @@ class SearchService:
                 log.info("web search fell back from %s to %s", engine.id, other.id)
                 return result, other.id
             errors.append(f"{other.id}: {result.error}")
-        return replace(first, error="every engine failed: " + "; ".join(errors)), engine.id
+        return dataclasses.replace(first, error="every engine failed: " + "; ".join(errors)), engine.id
 
     async def _attempt(self, config: EngineConfig, req: SearchRequest) -> SearchResult:
         engine = self._engines[config.id]
@@ -146,7 +152,7 @@ class SearchService:
         result = await engine.search(req)
         await self.cache.put(config.id, req, result)
         if result.ok and (cost := price(config, result)) != result.cost:  # dataclasses.replace is slow
-            result = replace(result, cost=cost)
+            result = dataclasses.replace(result, cost=cost)
         return result
 
     async def probe(self, engine_id: str, query: str, count: int = 1) -> SearchResult:
@@ -165,40 +171,16 @@ class SearchService:
                 out.append(e)
         return out
 
-    def _no_engine(self, engine_id: Any, query: str) -> SearchResult:
+    def _no_engine(self, engine_id: str | None, query: str) -> SearchResult:
         ids = [e.id for e in self._ws.engines]
         if not ids:
             return failure("none", query, "no web search engine is configured", UNAVAILABLE)
-        if engine_id is None or (isinstance(engine_id, str) and not engine_id.strip()):
-            msg = f"choose an engine: {', '.join(ids)}"
-        elif not isinstance(engine_id, str):
-            msg = f"engine must be one of: {', '.join(ids)}"
-        else:
-            msg = f"unknown engine '{_shown_id(engine_id)}'; valid engines: {', '.join(ids)}"
-        return failure(_shown_id(engine_id) or "none", query, msg, INVALID_TOOL_INPUT)
-
-
-def _shown_id(engine_id: Any) -> str:
-    """A model-chosen engine id, safe to echo."""
-    return clean_text(engine_id, 64) if isinstance(engine_id, str) else ""
-
-
-def _as_count(count: Any) -> int | None:
-    """The count asked for; 0 for 'the default' (absent, zero or negative); None for a non-number."""
-    if count is None:
-        return 0
-    if isinstance(count, bool):
-        return None
-    if isinstance(count, float) and count.is_integer():
-        count = int(count)
-    if isinstance(count, str) and count.strip().isdigit():
-        count = int(count.strip())
-    if isinstance(count, int):
-        return max(count, 0)
-    return None
+        if engine_id is None or not engine_id.strip():
+            return failure("none", query, f"choose an engine: {', '.join(ids)}", INVALID_TOOL_INPUT)
+        shown = clean_text(engine_id, 64)  # a model-chosen id, safe to echo
+        return failure(shown or "none", query, f"unknown engine '{shown}'; valid engines: {', '.join(ids)}",
+                       INVALID_TOOL_INPUT)
 
 
 def _domains(values: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(values, str):
-        values = [values]
-    return tuple(dict.fromkeys(d for d in map(normalize_domain, values or ()) if d))
+    return tuple(dict.fromkeys(d for d in map(normalize_domain, values) if d))

@@ -20,7 +20,7 @@ from ..config.settings import WebSearchConfig
 from ..core.ids import random_alnum
 from ..observability import metrics
 from ..search import render
-from ..search.base import INVALID_TOOL_INPUT, failure
+from ..search.base import INVALID_TOOL_INPUT, SearchRequest, failure
 from .base import HostedSearch, ToolRequest
 from .events import Options, Outcome, ToolFinished, ToolStarted, chunks_in
 from .keepalive import Feed, with_keepalive
@@ -66,7 +66,7 @@ class SearchExecution:
         self.model = model
         self.opts = opts
         self.input_tokens = input_tokens
-        self.call = SearchCall(_server_tool_id(), query)
+        self.call: SearchCall = tool.prepare(_server_tool_id(), SearchRequest(query), self.request)
         self.summarize = config.exec_summary == "model"
 
     async def _search(self) -> None:

@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
+from msgspec.structs import replace
+
 from ..access.budget import Budget
 from ..config.settings import WebSearchConfig
 from ..fetcher.reading import PageReader
 from ..observability import metrics
 from ..observability.trace import PageVisit
 from ..search import render
-from ..search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchResult, failure
+from ..search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchRequest, SearchResult, failure
 from ..search.metered import MeteredSearch
 from ..search.service import SearchService
 from .arguments import ArgumentError, dumps, message, parse_arguments
@@ -99,16 +101,6 @@ def _web_search_tool(engines: tuple[tuple[str, str], ...], engine_required: bool
 # --- arguments ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SearchArgs:
-    """A web_search call's arguments after repair."""
-
-    query: str
-    engine: str | None
-    recency: str | None  # one of RECENCY or None
-    count: int | None  # clamped to 1..MAX_COUNT
-
-
 _QUERY_KEYS = ("query", "q", "search_query", "keywords", "question", "text", "queries", "search_term")
 _ENGINE_KEYS = ("engine", "search_engine")
 _RECENCY_KEYS = ("recency", "time_range", "freshness", "search_recency_filter")
@@ -128,17 +120,18 @@ _RECENCY_WORDS.update({value.lower(): value for value in RECENCY})
 _RECENCY_PREFIX = re.compile(r"^(?:past|last|this|within|in)?(?:one|1|a)?")
 
 
-def search_args(raw: object, *, tool_name: str = WEB_SEARCH) -> SearchArgs:
-    """Repair a web_search call's raw arguments into SearchArgs, or raise ArgumentError for the model."""
+def search_args(raw: object, *, tool_name: str = WEB_SEARCH) -> SearchRequest:
+    """Repair a web_search call's raw arguments into the search it asks for (query, engine as named,
+    recency one of RECENCY, count 1..MAX_COUNT), or raise ArgumentError for the model."""
     args = _search_dict(raw, tool_name)
     query = _query(args)
     if not query:
         raise ArgumentError(message(tool_name, "", "the query is missing or empty", dumps(args)))
-    return SearchArgs(
-        query=query,
-        engine=_engine(_first(args, _ENGINE_KEYS)),
-        recency=_recency(_first(args, _RECENCY_KEYS)),
+    return SearchRequest(
+        query,
         count=_count(_first(args, _COUNT_KEYS)),
+        recency=_recency(_first(args, _RECENCY_KEYS)),
+        engine=_engine(_first(args, _ENGINE_KEYS)),
     )
 
 
@@ -243,22 +236,27 @@ _QUOTES = "\"'`“”‘’ "
 
 @dataclass(slots=True)
 class SearchCall(ToolCall):
-    """One server-side search."""
+    """One server-side search: the search asked for, its engine resolved (WebSearch.call)."""
 
-    query: str = ""
-    engine: str | None = None
+    request: SearchRequest
     result: SearchResult | None = None  # None while running
-    recency: str | None = None
-    count: int | None = None
     chosen_by: str = "default"  # how the engine was chosen: model | default | google | baidu | fallback
-    resolved: str | None = None  # the engine that will run it (the default when the call names none)
     HOSTED: ClassVar[Hosted] = HOSTED
+
+    @property
+    def query(self) -> str:
+        return self.request.query
+
+    @property
+    def engine(self) -> str | None:
+        """The engine the search goes to (as named, when it names none configured)."""
+        return self.request.engine
 
     @property
     def key(self) -> str:
         """The same search, however the model wrote it: engine resolved, query case- and space-folded."""
         query = " ".join(self.query.casefold().split()).strip(_QUOTES)
-        return f"{query}|{self.resolved or self.engine or ''}"
+        return f"{query}|{self.engine or ''}"
 
     @property
     def label(self) -> str:
@@ -356,17 +354,12 @@ class WebSearch:
         self._engines = bool(config.engines)
         self.budget = budget
         engine_required = config.default_engine is None and len(config.engines) > 1
-        # narrowed engine lists, decided here once: (google, baidu) -> schema and default-engine hint
+        # the engine lists narrowed by intent, decided here once: (google, baidu) -> schema
         self._schemas: dict[tuple[bool, bool], dict] = {}
-        self._hints: dict[tuple[bool, bool], str | None] = {}
-        default = config.default_engine
-        for key in ((False, False), (True, False), (False, True)):
-            engines = search.engines(google_only=key[0], baidu_only=key[1])
-            self._schemas[key] = web_search_tool([(e.id, e.description) for e in engines],
-                                                 engine_required=engine_required, name=self.name)
-            # a preferred index: calls that name no engine go to an engine on it
-            backed = (default is not None and (default.google if key[0] else default.baidu))
-            self._hints[key] = engines[0].id if any(key) and engines and not backed else None
+        for google, baidu in ((False, False), (True, False), (False, True)):
+            engines = search.engines(google_only=google, baidu_only=baidu)
+            self._schemas[(google, baidu)] = web_search_tool(
+                [(e.id, e.description) for e in engines], engine_required=engine_required, name=self.name)
 
     def offered(self, request: ToolRequest) -> bool:
         """Whenever the gateway injects its tools and has an engine, unless the client's hosted tools
@@ -380,27 +373,29 @@ class WebSearch:
         return self._schemas[(request.google and not request.baidu, request.baidu)]
 
     def call(self, call_id: str, raw_arguments: Any, request: ToolRequest) -> SearchCall:
-        args = search_args(raw_arguments, tool_name=self.name)
-        hosted_engine = request.hosted.engine if request.hosted is not None else None
-        engine = args.engine or hosted_engine or self._hints[(request.google and not request.baidu, request.baidu)]
-        chosen_by = "model" if args.engine else ("baidu" if request.baidu else "google") if engine else "default"
+        return self.prepare(call_id, search_args(raw_arguments, tool_name=self.name), request)
+
+    def prepare(self, call_id: str, asked: SearchRequest, request: ToolRequest) -> SearchCall:
+        """The search a call asks for, completed from the request (the hosted tool's domains, location,
+        result count and engine; the intent's preferred index) and its engine resolved, once."""
         hosted = request.hosted
-        count = args.count or (hosted.max_results if hosted is not None else None) or request.count_hint or (
+        engine, chosen_by = self.search.choose_engine(
+            asked.engine, preferred=hosted.engine if hosted is not None else None,
+            google=request.google, baidu=request.baidu)
+        count = asked.count or (hosted.max_results if hosted is not None else None) or request.count_hint or (
             _CONTEXT_COUNTS.get(hosted.context_size or "") if hosted is not None else None)
-        resolved = self.search.resolve_engine(engine)
-        return SearchCall(call_id, args.query, engine, recency=args.recency, count=count, chosen_by=chosen_by,
-                          resolved=resolved.id if resolved is not None else None)
+        req = replace(
+            asked, engine=engine, count=count,
+            allowed_domains=hosted.allowed_domains if hosted is not None else (),
+            blocked_domains=hosted.blocked_domains if hosted is not None else (),
+            user_location=(hosted.user_location if hosted is not None else None) or request.user_location,
+        )
+        return SearchCall(call_id, req, chosen_by=chosen_by)
 
     async def run(self, call: SearchCall, request: ToolRequest) -> None:
-        hosted = request.hosted
         search = MeteredSearch(self.search, self.budget, request.key, request.bill) if self.budget else self.search
         try:
-            call.result = await search.search(
-                call.query, engine=call.engine, count=call.count, recency=call.recency,
-                allowed_domains=hosted.allowed_domains if hosted else (),
-                blocked_domains=hosted.blocked_domains if hosted else (),
-                user_location=(hosted.user_location if hosted else None) or request.user_location,
-            )
+            call.result = await search.search(call.request)
             if self.reader is not None:
                 reading = self.config.limits_for(request.provider).read_pages.sized(request.context_size)
                 call.result = await self.reader.read(call.result, call.query, reading, request.key)
@@ -410,8 +405,6 @@ class WebSearch:
             log.error("search raised %s (a bug: engines return errors as data)", type(e).__name__)
             call.result = failure(call.engine or "", call.query, "search failed unexpectedly")
         call.chosen_by = record_selection(self.search, call.engine, call.result, call.chosen_by)
-        if call.engine is None:
-            call.engine = call.result.engine or None
 
     def refuse(self, call: SearchCall, code: str, message: str) -> None:
         call.result = failure(call.engine or "", call.query, message, code)
@@ -450,12 +443,11 @@ def replay(shown_input: dict, content: Any) -> tuple[dict, str]:
     return {"query": query}, text
 
 
-def record_selection(search: SearchService, asked: str | None, result: SearchResult, source: str) -> str:
+def record_selection(search: SearchService, engine: str | None, result: SearchResult, source: str) -> str:
     """Count how a search's engine was chosen (`searchhub_engine_selections_total`); `fallback` when
-    another engine than the one asked for (or the default) answered."""
-    answered = search.resolve_engine(result.engine) if result.engine else None
-    chosen = search.resolve_engine(asked)
-    if answered is not None and chosen is not None and answered.id != chosen.id:
+    another engine than the one it went to (its resolved `engine`) answered."""
+    answered = result.engine if search.configured(result.engine) else None
+    if answered is not None and search.configured(engine) and answered != engine:
         source = "fallback"
-    metrics.child(metrics.ENGINE_SELECTIONS, answered.id if answered is not None else "none", source).inc()
+    metrics.child(metrics.ENGINE_SELECTIONS, answered or "none", source).inc()
     return source

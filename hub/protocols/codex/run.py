@@ -24,7 +24,7 @@ from ...fetcher.policy import DomainRules
 from ...fetcher.reading import PageReader
 from ...fetcher.result import FetchResult, Refusal
 from ...fetcher.urls import parse
-from ...search.base import BUDGET_EXHAUSTED, INVALID_TOOL_INPUT, QUERY_TOO_LONG, SearchResult
+from ...search.base import BUDGET_EXHAUSTED, INVALID_TOOL_INPUT, QUERY_TOO_LONG, SearchRequest, SearchResult
 from ...search.metered import MeteredSearch
 from ...search.sanitize import domain_matches
 from ...store.base import Store
@@ -141,10 +141,10 @@ class _Run:
 
     async def _search(self, op: Search) -> SearchResult | str:
         try:
-            result = await self.parts.search.search(
-                op.query, count=render.RESULTS[self.length], recency=op.recency,
+            result = await self.parts.search.search(SearchRequest(
+                op.query, render.RESULTS[self.length], op.recency,
                 allowed_domains=domains_for(op.domains, self.call.allowed), blocked_domains=self.call.blocked,
-                user_location=self.call.user_location)
+                user_location=self.call.user_location))
             if self.parts.reader is not None:
                 reading = self.parts.reading.sized(self.call.context_size)
                 result = await self.parts.reader.read(result, op.query, reading, self.parts.search.key)

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import ClassVar
 
+import msgspec
+
 from ...config.engine_kinds import EngineKind
 from ...config.settings import EngineConfig
 from ..base import TOO_MANY_REQUESTS, UNAVAILABLE, Hit, Parsed, RawHit, SearchRequest, SearchResult, failure
@@ -48,7 +50,8 @@ class MultiEngine(Engine):
 
     async def search(self, req: SearchRequest) -> SearchResult:
         results = await asyncio.gather(*(
-            m.search(replace(req, count=max(1, min(req.count, m.max_count)))) for m in self.members
+            m.search(msgspec.structs.replace(req, count=max(1, min(req.count, m.max_count))))
+            for m in self.members
         ))
         ok = [r for r in results if r.ok]
         failed = tuple((m.config.id, r.error or "failed") for m, r in zip(self.members, results, strict=True)
