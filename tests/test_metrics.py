@@ -8,7 +8,8 @@ import httpx
 import openai
 from prometheus_client.parser import text_string_to_metric_families
 
-from .helpers import base_config, searxng_engine
+from .fakes.search_providers import Reply
+from .helpers import base_config, searxng_engine, serper_engine
 from .test_hardening import serve  # noqa: F401 (the fixture: `searchhub serve` as a subprocess)
 
 
@@ -62,6 +63,40 @@ def test_a_search_shows_in_the_metrics(gateway, fake_model, search_fakes) -> Non
     for name in ("searchhub_fetches_total", "searchhub_side_requests_skipped_total", "searchhub_estimated_usage_total",
                  "searchhub_search_cost_total"):
         assert f"# TYPE {name} counter" in text
+
+
+def test_engine_selection_names_the_configured_engine_and_a_fallback(gateway, fake_model, search_fakes) -> None:
+    """The model's engine id is resolved once, as configured whatever its case; when another engine
+    answers after the chosen one failed, the selection is `fallback` under the engine that answered."""
+    cfg = base_config(fake_model.url)
+    cfg["webSearch"] = {"engines": [serper_engine(search_fakes, default=True), searxng_engine(search_fakes)],
+                        "cacheTtlMs": 0, "fallback": True}
+    gw = gateway(cfg)
+    client = openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0)
+
+    def search_with(engine: str):
+        def answer(body: dict) -> dict:
+            if body["messages"][-1]["role"] == "tool":
+                return {"content": "Rust 1.91.0 is out [1]."}
+            return {"tool_calls": [{"name": "web_search", "arguments": {"query": "latest rust release",
+                                                                        "engine": engine}}]}
+        return answer
+
+    def selections(engine_word: str) -> dict:
+        before = samples(gw.url)
+        fake_model.default = search_with(engine_word)
+        client.chat.completions.create(model="default", messages=[{"role": "user", "content": "search rust news"}])
+        after = samples(gw.url)
+        return {(engine, source): value(after, "searchhub_engine_selections_total", engine=engine, source=source)
+                - value(before, "searchhub_engine_selections_total", engine=engine, source=source)
+                for engine in ("serper", "searxng", "SEARXNG", "Serper") for source in ("model", "fallback")}
+
+    found = selections("SEARXNG")
+    assert found[("searxng", "model")] == 1 and sum(found.values()) == 1
+    search_fakes.script("serper", Reply(status=500, body={"message": "boom"}))
+    found = selections("Serper")
+    assert found[("searxng", "fallback")] == 1 and sum(found.values()) == 1
+    assert len(search_fakes.calls("serper")) == 1
 
 
 def test_known_series_are_exported_at_zero_from_the_start(serve, fake_model, search_fakes) -> None:  # noqa: F811
