@@ -100,6 +100,7 @@ class SearchService:
         return engine_id in self._by_id
 
     async def search(self, req: SearchRequest) -> SearchResult:
+        """One search, whatever door asked for it: a result or a structured error, never an exception."""
         started = time.perf_counter()
         result, label = await self._search(req)
         outcome = "ok" if result.ok else (result.error_code or UNAVAILABLE)
