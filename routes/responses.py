@@ -18,7 +18,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from hub.core.errors import NotFound
-from hub.protocols.responses import ResponsesContext, ResponsesStream, from_chat, new_id, sse, to_chat
+from hub.protocols.responses import (
+    ResponsesContext,
+    ResponsesStream,
+    decode_request,
+    from_chat,
+    new_id,
+    sse,
+    translate,
+)
 from hub.protocols.responses import stored as stored_responses
 from hub.protocols.responses.request import wants_thinking
 from hub.routing import passthrough
@@ -114,9 +122,10 @@ async def _create(request: Request, rt: Runtime, body: dict) -> Response:
     native = rt.router.serving(model, "openai", thinking=wants_thinking(body)) if isinstance(model, str) and model else None
     if native is not None:
         return await _passthrough(rt, body, native)
-    history = await stored_responses.history(rt.store, body)
-    body = await stored_responses.resolve_references(rt.store, body, rt.config.responses_ttl_s)
-    chat, ctx = to_chat(body, history=history)
+    decoded = decode_request(body)  # a malformed request is a 400 before the store is asked
+    history = await stored_responses.history(rt.store, decoded.fields.previous_response_id)
+    decoded = await stored_responses.resolve_references(rt.store, decoded, rt.config.responses_ttl_s)
+    chat, ctx = translate(decoded, history=history)
     opts = options(request, body)
     opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
     if opts.force_search is None and ctx.force_search:

@@ -1,18 +1,34 @@
 """Responses input items -> chat messages (docs/responses.md).
 
-Raises BadRequest naming the JSON path of a malformed item; drops, with a reason, the items a chat
-backend has no use for (reasoning, replayed web searches, other providers' hosted tools).
+The items come decoded (hub/protocols/responses/wire.py), so their shapes are checked; this module
+raises BadRequest, naming the JSON path, for what a chat backend cannot take (an item or part type it
+has no equivalent for, an image without a URL), and drops, with a reason, the items a chat backend has
+no use for (reasoning, replayed web searches, other providers' hosted tools).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 from ...core.errors import BadRequest
-from ...core.text import str_or_empty, str_or_none
 from .tools import CUSTOM_INPUT, ToolRef, chat_name_for
+from .wire import (
+    AdditionalTools,
+    CustomToolCall,
+    FilePart,
+    FunctionCall,
+    ImagePart,
+    ImageURL,
+    Item,
+    ItemReference,
+    MessageItem,
+    OtherItem,
+    Part,
+    RefusalPart,
+    TextPart,
+    ToolOutput,
+)
 
 # Items of the SDK's input union that a chat backend has no use for: dropped, never rejected.
 _DROPPED_ITEMS = {
@@ -41,22 +57,6 @@ _DROPPED_ITEMS = {
     "program": "programmatic tool calling is not supported",
     "program_output": "programmatic tool calling is not supported",
 }
-_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-
-
-def reference_id(item: Any, path: str) -> str | None:
-    """The id an `item_reference` input item names (its `type` may be left out: `{"id": …}` alone), or
-    None for any other item. A reference without a usable id is a 400 naming `<path>.id`."""
-    if not isinstance(item, dict):
-        return None
-    kind = item.get("type")
-    if kind != "item_reference" and not (kind is None and item.keys() == {"id"}):
-        return None
-    ref = item.get("id")
-    if not isinstance(ref, str) or not ref:
-        raise BadRequest(f"{path}.id is required and must be a non-empty string", param=f"{path}.id")
-    return ref
 
 
 class Conversation:
@@ -68,48 +68,34 @@ class Conversation:
         self.messages: list[dict] = []
         self.pending_images: list[dict] = []  # images in tool results, shown in a user turn after them
 
-    def translate(self, items: list) -> list[dict]:
+    def translate(self, items: list[Item]) -> list[dict]:
+        """Decoded items (hub/protocols/responses/wire.py) in chat form."""
         for i, item in enumerate(items):
             path = f"input[{i}]"
-            if not isinstance(item, dict):
-                raise BadRequest(f"{path} must be an object", param=path)
-            kind = item.get("type")
-            if kind is not None and not isinstance(kind, str):
-                raise BadRequest(f"{path}.type must be a string", param=f"{path}.type")
-            if kind is None and "role" in item:
-                kind = "message"
-            if kind == "message":
-                self._message(item, path)
-            elif kind == "function_call":
-                name = _required_str(item, "name", path)
-                call_id = _required_str(item, "call_id", path)
-                namespace = item.get("namespace") if isinstance(item.get("namespace"), str) else None
-                chat_name = chat_name_for(self.refs, "function", name, namespace)
-                self._call(call_id, chat_name, _arguments(item.get("arguments"), f"{path}.arguments"))
-            elif kind == "custom_tool_call":
-                name = _required_str(item, "name", path)
-                call_id = _required_str(item, "call_id", path)
-                raw = item.get("input")
-                if not isinstance(raw, str):
-                    raise BadRequest(f"{path}.input must be a string", param=f"{path}.input")
-                chat_name = chat_name_for(self.refs, "custom", name, None)
-                self._call(call_id, chat_name, json.dumps({CUSTOM_INPUT: raw}, ensure_ascii=False))
-            elif kind in ("function_call_output", "custom_tool_call_output"):
-                call_id = _required_str(item, "call_id", path)
-                content = self._tool_output(item.get("output"), f"{path}.output", call_id)
-                self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
-            elif kind == "additional_tools":
-                pass  # its tools were collected with the top-level ones
-            elif (ref := reference_id(item, path)) is not None:
-                # references are replaced by their stored items before translation (hub/protocols/responses/stored.py)
-                raise BadRequest(f"{path}: item_reference '{ref[:120]}' was not resolved; "
-                                 "send the item itself", param=path)
-            elif isinstance(kind, str) and kind in _DROPPED_ITEMS:
-                self.dropped.append(f"{path}: {_DROPPED_ITEMS[kind]}")
-            elif kind is None:
-                raise BadRequest(f"{path} has neither 'type' nor 'role'", param=f"{path}.type")
-            else:
-                raise _bad_type(path, kind, "is not a supported input item type")
+            match item:
+                case MessageItem():
+                    self._message(item, path)
+                case FunctionCall():
+                    chat_name = chat_name_for(self.refs, "function", item.name, item.namespace)
+                    self._call(item.call_id, chat_name, _arguments(item.arguments))
+                case CustomToolCall():
+                    chat_name = chat_name_for(self.refs, "custom", item.name, None)
+                    self._call(item.call_id, chat_name, json.dumps({CUSTOM_INPUT: item.input}, ensure_ascii=False))
+                case ToolOutput():
+                    content = self._tool_output(item.output, f"{path}.output", item.call_id)
+                    self.messages.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
+                case AdditionalTools():
+                    pass  # its tools were collected with the top-level ones
+                case ItemReference():
+                    # references are replaced by their stored items before translation (stored.py)
+                    raise BadRequest(f"{path}: item_reference '{item.id[:120]}' was not resolved; "
+                                     "send the item itself", param=path)
+                case OtherItem(type=str(kind)) if kind in _DROPPED_ITEMS:
+                    self.dropped.append(f"{path}: {_DROPPED_ITEMS[kind]}")
+                case OtherItem(type=None):
+                    raise BadRequest(f"{path} has neither 'type' nor 'role'", param=f"{path}.type")
+                case OtherItem():
+                    raise _bad_type(path, item.type, "is not a supported input item type")
         self._flush_images()
         return self.messages
 
@@ -122,18 +108,14 @@ class Conversation:
             self.messages.append({"role": "user", "content": self.pending_images})
             self.pending_images = []
 
-    def _message(self, item: dict, path: str) -> None:
-        role = str_or_none(item.get("role"))
-        if role not in _ROLES:
-            raise BadRequest(f"{path}.role must be one of 'user', 'assistant', 'system', 'developer'",
-                             param=f"{path}.role")
-        content = item.get("content")
-        if role == "user":
+    def _message(self, item: MessageItem, path: str) -> None:
+        content = item.content
+        if item.role == "user":
             self._append({"role": "user", "content": _user_content(content, f"{path}.content")})
             return
         text = _plain_text(content, f"{path}.content")
-        if role != "assistant":
-            self._append({"role": "system", "content": text})
+        if item.role != "assistant":
+            self._append({"role": "system", "content": text})  # system and developer
             return
         last = self.messages[-1] if self.messages and not self.pending_images else None
         if last is not None and last["role"] == "assistant":
@@ -149,24 +131,23 @@ class Conversation:
         else:
             self._append({"role": "assistant", "content": None, "tool_calls": [call]})
 
-    def _tool_output(self, output: Any, path: str, call_id: str) -> str:
+    def _tool_output(self, output: str | list[Part], path: str, call_id: str) -> str:
         if isinstance(output, str):
             return output
-        if not isinstance(output, list):
-            raise BadRequest(f"{path} must be a string or an array of content items", param=path)
         texts: list[str] = []
         images: list[dict] = []
-        for part, ppath, kind in _typed_parts(output, path):
-            if kind in _TEXT_PARTS:
-                texts.append(_part_text(part, ppath))
-            elif kind == "input_image":
-                images.append(_image_part(part, ppath))
-                texts.append(f"[image {len(images)} follows in the next message]")
-            elif kind == "input_file":
-                name = part.get("filename") if isinstance(part.get("filename"), str) else "file"
-                texts.append(f"[{name}: files in tool results are not supported]")
-            else:
-                raise _bad_type(ppath, kind, "is not a supported tool output part")
+        for j, part in enumerate(output):
+            match part:
+                case TextPart():
+                    texts.append(part.text)
+                case ImagePart():
+                    images.append(_image_part(part, f"{path}[{j}]"))
+                    texts.append(f"[image {len(images)} follows in the next message]")
+                case FilePart():
+                    texts.append(f"[{part.filename if part.filename is not None else 'file'}: "
+                                 "files in tool results are not supported]")
+                case _:
+                    raise _bad_type(f"{path}[{j}]", part.type, "is not a supported tool output part")
         if images:
             self.pending_images.append({"type": "text", "text": f"Images returned by tool call {call_id}:"})
             self.pending_images.extend(images)
@@ -176,96 +157,69 @@ class Conversation:
         return out
 
 
-def _required_str(item: dict, key: str, path: str) -> str:
-    value = item.get(key)
-    if not isinstance(value, str) or not value:
-        raise BadRequest(f"{path}.{key} is required and must be a non-empty string", param=f"{path}.{key}")
-    return value
-
-
-def _arguments(value: Any, path: str) -> str:
+def _arguments(value: str | dict | None) -> str:
     if value is None:
         return "{}"
     if isinstance(value, str):
         return value
-    if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False)
-    raise BadRequest(f"{path} must be a JSON string", param=path)
+    return json.dumps(value, ensure_ascii=False)
 
 
-def _typed_parts(parts: list, path: str) -> Iterator[tuple[dict, str, str | None]]:
-    """Each part of a content array with its JSON path and its type; a part that is not an object is rejected."""
-    for j, part in enumerate(parts):
-        ppath = f"{path}[{j}]"
-        if not isinstance(part, dict):
-            raise BadRequest(f"{ppath} must be an object", param=ppath)
-        yield part, ppath, str_or_none(part.get("type"))
-
-
-def _bad_type(path: str, kind: Any, problem: str) -> BadRequest:
+def _bad_type(path: str, kind: str | None, problem: str) -> BadRequest:
     return BadRequest(f"{path}.type {str(kind)[:60]!r} {problem}", param=f"{path}.type")
 
 
-def _part_text(part: dict, path: str) -> str:
-    text = part.get("text")
-    if not isinstance(text, str):
-        raise BadRequest(f"{path}.text must be a string", param=f"{path}.text")
-    return text
-
-
-def _image_part(part: dict, path: str) -> dict:
-    url = part.get("image_url")
-    if isinstance(url, dict):
-        url = url.get("url")
-    if not isinstance(url, str) or not url:
+def _image_part(part: ImagePart, path: str) -> dict:
+    url = part.image_url.url if isinstance(part.image_url, ImageURL) else part.image_url
+    if not url:
         raise BadRequest(f"{path}.image_url is required (file ids are not supported)", param=f"{path}.image_url")
     image: dict[str, Any] = {"url": url}
-    if part.get("detail") in ("auto", "low", "high"):
-        image["detail"] = part["detail"]
+    if part.detail in ("auto", "low", "high"):
+        image["detail"] = part.detail
     return {"type": "image_url", "image_url": image}
 
 
-def _user_content(content: Any, path: str) -> str | list[dict]:
+def _user_content(content: str | list[Part] | None, path: str) -> str | list[dict]:
     if isinstance(content, str):
         return content
-    if not isinstance(content, list):
-        raise BadRequest(f"{path} must be a string or an array of content parts", param=path)
+    if content is None:
+        raise BadRequest(f"{path} is required for a user message: a string or an array of content parts",
+                         param=path)
     parts: list[dict] = []
-    for part, ppath, kind in _typed_parts(content, path):
-        if kind in _TEXT_PARTS:
-            parts.append({"type": "text", "text": _part_text(part, ppath)})
-        elif kind == "input_image":
-            parts.append(_image_part(part, ppath))
-        elif kind == "input_file":
-            data = part.get("file_data")
-            if not isinstance(data, str) or not data:
-                raise BadRequest(f"{ppath}.file_data is required (file ids and URLs are not supported)",
-                                 param=f"{ppath}.file_data")
-            file: dict[str, Any] = {"file_data": data}
-            if isinstance(part.get("filename"), str):
-                file["filename"] = part["filename"]
-            parts.append({"type": "file", "file": file})
-        else:
-            raise _bad_type(ppath, kind, "is not a supported content part")
+    for j, part in enumerate(content):
+        match part:
+            case TextPart():
+                parts.append({"type": "text", "text": part.text})
+            case ImagePart():
+                parts.append(_image_part(part, f"{path}[{j}]"))
+            case FilePart(file_data=str(data)) if data:
+                file: dict[str, Any] = {"file_data": data}
+                if part.filename is not None:
+                    file["filename"] = part.filename
+                parts.append({"type": "file", "file": file})
+            case FilePart():
+                raise BadRequest(f"{path}[{j}].file_data is required (file ids and URLs are not supported)",
+                                 param=f"{path}[{j}].file_data")
+            case _:
+                raise _bad_type(f"{path}[{j}]", part.type, "is not a supported content part")
     if all(p["type"] == "text" for p in parts):
         return "\n".join(p["text"] for p in parts)  # chat templates that only take strings work too
     return parts
 
 
-def _plain_text(content: Any, path: str) -> str:
+def _plain_text(content: str | list[Part] | None, path: str) -> str:
     """System and assistant content: text only (refusals read as text)."""
     if isinstance(content, str):
         return content
     if content is None:
         return ""
-    if not isinstance(content, list):
-        raise BadRequest(f"{path} must be a string or an array of content parts", param=path)
     texts = []
-    for part, ppath, kind in _typed_parts(content, path):
-        if kind in _TEXT_PARTS:
-            texts.append(_part_text(part, ppath))
-        elif kind == "refusal":
-            texts.append(str_or_empty(part.get("refusal")))
-        else:
-            raise _bad_type(ppath, kind, "is not allowed here (text only)")
+    for j, part in enumerate(content):
+        match part:
+            case TextPart():
+                texts.append(part.text)
+            case RefusalPart():
+                texts.append(part.refusal or "")
+            case _:
+                raise _bad_type(f"{path}[{j}]", part.type, "is not allowed here (text only)")
     return "\n".join(texts)

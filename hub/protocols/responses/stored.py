@@ -6,12 +6,14 @@ All of them are written in one step with one TTL, so the items live and expire w
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import msgspec
 
 from ...core.errors import BadRequest, GatewayError, Unavailable
 from ...store import Store, StoreUnavailable
-from . import ResponsesContext, items_to_messages, reference_id
+from . import ResponsesContext, items_to_messages
+from .wire import ItemReference, Request, decode_item
 
 log = logging.getLogger("searchhub.responses")
 KEY_PREFIX = "resp:"
@@ -74,10 +76,9 @@ async def save(store: Store, ttl: float, response: dict, ctx: ResponsesContext) 
         log.warning("response %s was not stored: %s", response_id, type(e).__name__)
 
 
-async def history(store: Store, body: dict) -> list[dict] | None:
+async def history(store: Store, previous: str | None) -> list[dict] | None:
     """The chat history a request's `previous_response_id` continues; None without one."""
-    previous = body.get("previous_response_id")
-    if not isinstance(previous, str) or not previous:
+    if not previous:
         return None
     stored = await load(store, previous)
     if stored is None:
@@ -87,16 +88,13 @@ async def history(store: Store, body: dict) -> list[dict] | None:
     return stored.messages
 
 
-async def resolve_references(store: Store, body: dict, ttl: float) -> dict:
+async def resolve_references(store: Store, request: Request, ttl: float) -> Request:
     """The request with each `item_reference` in `input` replaced by the stored output item it names,
     at the same index, so the translator handles it exactly like the item sent by value. An id that
     is unknown, expired or deleted is a 400 naming it, with `param` the reference's `input[i]`."""
-    items = body.get("input")
-    if not isinstance(items, list):
-        return body
-    refs = {i: ref for i, item in enumerate(items) if (ref := reference_id(item, f"input[{i}]")) is not None}
+    refs = {i: item.id for i, item in enumerate(request.items) if isinstance(item, ItemReference)}
     if not refs:
-        return body
+        return request
     wanted = list(dict.fromkeys(refs.values()))
     try:
         raw = await store.get_many([ITEM_PREFIX + ref for ref in wanted])
@@ -110,7 +108,7 @@ async def resolve_references(store: Store, body: dict, ttl: float) -> dict:
             found[ref] = _decode(value, type=StoredItem).item
         except msgspec.DecodeError:
             log.warning("stored item %s is unreadable; treated as missing", ref[:120])
-    resolved = list(items)
+    resolved = list(request.items)
     for i, ref in refs.items():
         item = found.get(ref)
         if item is None:
@@ -118,8 +116,8 @@ async def resolve_references(store: Store, body: dict, ttl: float) -> dict:
                 f"Item with id '{ref[:120]}' not found. Items are kept by id only with their stored response "
                 f"(store not false), for {_duration(ttl)}, until it is deleted; send the item itself instead.",
                 param=f"input[{i}]")
-        resolved[i] = item
-    return {**body, "input": resolved}
+        resolved[i] = decode_item(item, at=f"input[{i}]")
+    return replace(request, items=resolved)
 
 
 def _duration(seconds: float) -> str:

@@ -14,15 +14,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import BadRequest
-from ...core.text import str_or_empty, str_or_none
 from ...tools.base import HostedSearch
-
-HOSTED_SEARCH_TOOLS = frozenset(
-    {"web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"}
+from .wire import (
+    HOSTED_SEARCH_TOOLS,
+    CustomTool,
+    FunctionTool,
+    NamespaceTool,
+    OpenRouterTool,
+    OtherTool,
+    Tool,
+    ToolChoice,
+    WebSearchTool,
 )
+
 CUSTOM_INPUT = "input"  # the one parameter of a custom tool seen as a function
-_SIMPLE_CHOICES = frozenset({"auto", "none", "required"})
-_CONTEXT_SIZES = frozenset({"low", "medium", "high"})
 _LOCATION_KEYS = ("country", "city", "region", "timezone")
 
 
@@ -40,7 +45,7 @@ class _Entry:
     kind: str  # function | custom
     name: str
     namespace: str | None
-    spec: dict
+    spec: FunctionTool | CustomTool
 
 
 class ToolSet:
@@ -48,42 +53,29 @@ class ToolSet:
 
     def __init__(self, dropped: list[str]) -> None:
         self.entries: list[_Entry] = []
-        self.hosted: dict | None = None
+        self.hosted: WebSearchTool | None = None
         self.openrouter: list[dict] = []
         self.dropped = dropped
 
-    def add(self, tool: Any, path: str, namespace: str | None = None) -> None:
-        if not isinstance(tool, dict):
-            raise BadRequest(f"{path} must be a tool object", param=path)
-        kind = str_or_none(tool.get("type"))
-        if kind == "function" and isinstance(tool.get("function"), dict):
-            tool = {**tool["function"], "type": "function"}  # the chat shape, accepted as well
-            path = f"{path}.function"
-        if kind in ("function", "custom"):
-            name = tool.get("name")
-            if not isinstance(name, str) or not name:
-                raise BadRequest(f"{path}.name is required", param=f"{path}.name")
-            self.entries.append(_Entry(kind, name, namespace, tool))
-        elif kind == "namespace":
-            name = tool.get("name")
-            if not isinstance(name, str) or not name:
-                raise BadRequest(f"{path}.name is required", param=f"{path}.name")
-            inner = tool.get("tools")
-            if not isinstance(inner, list):
-                raise BadRequest(f"{path}.tools must be an array", param=f"{path}.tools")
-            for i, sub in enumerate(inner):
-                self.add(sub, f"{path}.tools[{i}]", name)
-        elif kind in HOSTED_SEARCH_TOOLS:
-            if self.hosted is None:
-                self.hosted = tool
-        elif kind in ("openrouter:web_search", "openrouter:web_fetch"):
-            self.openrouter.append(tool)  # OpenRouter's server tools: hub/injection/openrouter.py reads them
-        elif kind == "tool_search":
-            self.dropped.append(f"{path}: tool_search (every tool is offered up front instead)")
-        elif isinstance(kind, str):
-            self.dropped.append(f"{path}: tool type {kind!r} is not supported with chat models")
-        else:
-            raise BadRequest(f"{path}.type is required", param=f"{path}.type")
+    def add(self, tool: Tool, path: str, namespace: str | None = None) -> None:
+        """One decoded tool (hub/protocols/responses/wire.py); `path` names it in a dropped reason."""
+        match tool:
+            case FunctionTool(name=str(name)):  # the decode made sure of the name
+                self.entries.append(_Entry("function", name, namespace, tool))
+            case CustomTool():
+                self.entries.append(_Entry("custom", tool.name, namespace, tool))
+            case NamespaceTool():
+                for i, sub in enumerate(tool.tools):
+                    self.add(sub, f"{path}.tools[{i}]", tool.name)
+            case WebSearchTool():
+                if self.hosted is None:
+                    self.hosted = tool
+            case OpenRouterTool():
+                self.openrouter.append(tool.spec)  # OpenRouter's server tools: hub/injection/openrouter.py reads them
+            case OtherTool(type="tool_search"):
+                self.dropped.append(f"{path}: tool_search (every tool is offered up front instead)")
+            case OtherTool():
+                self.dropped.append(f"{path}: tool type {tool.type!r} is not supported with chat models")
 
     def build(self) -> tuple[list[dict], dict[str, ToolRef]]:
         """Chat function tools and the name map. Names stay plain unless two tools share one; then
@@ -108,13 +100,13 @@ def flat_name(namespace: str, name: str) -> str:
 
 def _chat_function(chat_name: str, e: _Entry) -> dict:
     spec = e.spec
-    description = str_or_empty(spec.get("description"))
-    if e.kind == "custom":
-        fmt = spec.get("format")
-        if isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
-            syntax = fmt.get("syntax") if isinstance(fmt.get("syntax"), str) else "lark"
+    description = spec.description or ""
+    if isinstance(spec, CustomTool):
+        fmt = spec.format
+        if fmt is not None and fmt.type == "grammar" and fmt.definition is not None:
+            syntax = fmt.syntax if fmt.syntax is not None else "lark"
             description += (f"\n\nThe `{CUSTOM_INPUT}` argument is freeform text that must follow this "
-                            f"{syntax} grammar:\n{fmt['definition']}")
+                            f"{syntax} grammar:\n{fmt.definition}")
         parameters: Any = {
             "type": "object",
             "properties": {CUSTOM_INPUT: {"type": "string", "description": "The raw input text for the tool."}},
@@ -123,35 +115,28 @@ def _chat_function(chat_name: str, e: _Entry) -> dict:
         }
         strict = None
     else:
-        parameters = spec.get("parameters")
-        if not isinstance(parameters, dict):
-            parameters = {"type": "object", "properties": {}}
-        strict = spec.get("strict")
+        parameters = spec.parameters if spec.parameters is not None else {"type": "object", "properties": {}}
+        strict = spec.strict
     function: dict[str, Any] = {"name": chat_name}
     if description.strip():
         function["description"] = description
     function["parameters"] = parameters
-    if isinstance(strict, bool):
+    if strict is not None:
         function["strict"] = strict
     return {"type": "function", "function": function}
 
 
-def hosted_search(tool: dict, max_tool_calls: int | None) -> HostedSearch:
+def hosted_search(tool: WebSearchTool, max_tool_calls: int | None) -> HostedSearch:
     """The built-in web_search tool's options. `external_web_access: false` (cache only) still searches
     live: the gateway has no offline index."""
-    filters = tool.get("filters") if isinstance(tool.get("filters"), dict) else {}
-    allowed = filters.get("allowed_domains")
-    blocked = filters.get("blocked_domains")
-    location = tool.get("user_location")
-    if isinstance(location, dict):
-        location = {k: location[k] for k in _LOCATION_KEYS if isinstance(location.get(k), str) and location[k]}
-    size = str_or_none(tool.get("search_context_size"))
+    filters, location = tool.filters, tool.user_location
+    where = {k: v for k in _LOCATION_KEYS if (v := getattr(location, k))} if location is not None else None
     return HostedSearch(
-        allowed_domains=tuple(d for d in allowed if isinstance(d, str)) if isinstance(allowed, list) else (),
-        blocked_domains=tuple(d for d in blocked if isinstance(d, str)) if isinstance(blocked, list) else (),
+        allowed_domains=tuple(filters.allowed_domains or ()) if filters is not None else (),
+        blocked_domains=tuple(filters.blocked_domains or ()) if filters is not None else (),
         max_uses=max_tool_calls,
-        user_location=location or None,
-        context_size=size if size in _CONTEXT_SIZES else None,
+        user_location=where or None,
+        context_size=tool.search_context_size,
     )
 
 
@@ -162,23 +147,18 @@ class Allowed:
     search: bool
 
 
-def translate_tool_choice(choice: Any, refs: dict[str, ToolRef], dropped: list[str]) -> tuple[Any, bool | None]:
+def translate_tool_choice(choice: str | ToolChoice | None, refs: dict[str, ToolRef],
+                          dropped: list[str]) -> tuple[Any, bool | None]:
     """(the chat tool_choice, an Allowed for allowed_tools, or None; force_search)."""
-    if choice is None:
-        return None, None
-    if isinstance(choice, str):
-        if choice not in _SIMPLE_CHOICES:
-            raise BadRequest("'tool_choice' must be 'auto', 'none', 'required' or a tool choice object",
-                             param="tool_choice")
-        return choice, None
-    if not isinstance(choice, dict):
-        raise BadRequest("'tool_choice' must be a string or an object", param="tool_choice")
-    kind = str_or_none(choice.get("type"))
+    if choice is None or isinstance(choice, str):
+        return choice, None  # auto, none or required (the decode checked it)
+    kind = choice.type
     if kind in ("function", "custom"):
-        name = choice.get("name")
-        if not isinstance(name, str) and isinstance(choice.get(kind), dict):
-            name = choice[kind].get("name")  # the chat shape
-        if not isinstance(name, str) or not name:
+        name = choice.name
+        inner = choice.function if kind == "function" else choice.custom
+        if name is None and inner is not None:
+            name = inner.name  # the chat shape
+        if not name:
             raise BadRequest("tool_choice.name is required", param="tool_choice.name")
         chat_name = chat_name_for(refs, kind, name, None)
         if chat_name not in refs:
@@ -188,21 +168,16 @@ def translate_tool_choice(choice: Any, refs: dict[str, ToolRef], dropped: list[s
     if kind in HOSTED_SEARCH_TOOLS:
         return None, True
     if kind == "allowed_tools":
-        mode = choice.get("mode") if choice.get("mode") in ("auto", "required") else "auto"
-        listed = choice.get("tools")
-        if not isinstance(listed, list):
-            raise BadRequest("tool_choice.tools must be an array", param="tool_choice.tools")
+        if choice.tools is None:
+            raise BadRequest("'tool_choice.tools' is required for allowed_tools", param="tool_choice.tools")
         names: set[str] = set()
         search = False
-        for t in listed:
-            if not isinstance(t, dict):
-                continue
-            listed_kind = str_or_none(t.get("type"))
-            if listed_kind in HOSTED_SEARCH_TOOLS:
+        for t in choice.tools:
+            if t.type in HOSTED_SEARCH_TOOLS:
                 search = True
-            elif listed_kind in ("function", "custom") and isinstance(t.get("name"), str):
-                names.add(chat_name_for(refs, listed_kind, t["name"], None))
-        return Allowed(mode, names, search), None
+            elif t.type in ("function", "custom") and t.name is not None:
+                names.add(chat_name_for(refs, t.type, t.name, None))
+        return Allowed(choice.mode or "auto", names, search), None
     dropped.append(f"tool_choice {kind!r}: the tool is not offered, the model chooses")
     return None, None
 
