@@ -9,6 +9,7 @@ out of the picture, so a change to the gateway's code shows here with little noi
 
   .venv/bin/python bench/inprocess.py                      # plain relay, non-stream
   .venv/bin/python bench/inprocess.py --stream             # 20-chunk relayed stream
+  .venv/bin/python bench/inprocess.py --concurrency 16     # 16 requests in flight at once
   .venv/bin/python bench/inprocess.py --search             # a search round (model, search, model)
   .venv/bin/python bench/inprocess.py --search --idle 0.05 # each request after 50 ms idle: cold caches
   .venv/bin/python bench/inprocess.py --search --stream --protocol messages   # or responses (default chat)
@@ -111,6 +112,18 @@ async def call(app, req: Request) -> int:
     return sent[0]["status"]
 
 
+async def concurrently(app, body: Request, requests: int, concurrency: int) -> None:
+    """`requests` calls by `concurrency` loops at once."""
+    async def loop(n: int) -> None:
+        for _ in range(n):
+            status = await call(app, body)
+            if status != 200:
+                raise SystemExit(f"the gateway answered {status}")
+
+    share, extra = divmod(requests, concurrency)
+    await asyncio.gather(*(loop(share + (i < extra)) for i in range(concurrency)))
+
+
 async def measure(app, body: Request, args) -> None:
     for _ in range(100):  # warm up (and wait for the fake)
         try:
@@ -124,7 +137,9 @@ async def measure(app, body: Request, args) -> None:
         for _ in range(min(200, args.requests)):
             await call(app, body)
         cpu, wall, idle = time.process_time(), time.perf_counter(), 0.0
-        for _ in range(args.requests):
+        if args.concurrency > 1:  # N clients at once, as wrk -cN: what only shows under load
+            await concurrently(app, body, args.requests, args.concurrency)
+        for _ in range(args.requests if args.concurrency == 1 else 0):
             status = await call(app, body)
             if status != 200:
                 raise SystemExit(f"the gateway answered {status}")
@@ -162,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the client's protocol: Chat Completions, Anthropic Messages or Responses")
     ap.add_argument("--requests", type=int, default=2000, help="requests per round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=1,
+                    help="requests in flight at once, as wrk -cN (not with --idle)")
     ap.add_argument("--idle", type=float, default=0.0, help="seconds of idle after each request (cold caches)")
     ap.add_argument("--profile", action="store_true", help="then cProfile one more round")
     ap.add_argument("--fixture", type=Path, help="replay this recorded request (its path, headers and body)")
