@@ -19,6 +19,7 @@ from hub.core.errors import BadRequest, Unavailable
 from hub.protocols.messages import (
     MessagesContext,
     MessagesStream,
+    decode_request,
     error_event,
     estimate_input_tokens,
     from_chat,
@@ -199,7 +200,8 @@ async def _create(request: Request, rt: Runtime, body: dict) -> Response:
     model, answered = await _routed(request, rt, body, "/v1/messages")
     if answered is not None:
         return answered
-    chat, ctx = to_chat(body, rt.tools.replays)
+    decoded = decode_request(body)
+    chat, ctx = to_chat(decoded, rt.tools.replays)
     chat["model"] = model
     input_tokens = estimate_input_tokens(body)
     opts = options(request, body)
@@ -208,7 +210,7 @@ async def _create(request: Request, rt: Runtime, body: dict) -> Response:
         opts.force_search = opts.force_call = True
     if ctx.withheld and not ctx.server_tools and opts.force_search is None:
         opts.force_search = False  # its server tools are for code execution only: the model searches not
-    query = search_execution_query(body) if ctx.hosted is not None else None
+    query = search_execution_query(decoded) if ctx.hosted is not None else None
     if query is not None:
         if rt.tools.search is None:
             raise Unavailable("no web search is configured", code="search_unavailable")
@@ -244,7 +246,7 @@ async def count_tokens(request: Request) -> Response:
         _, answered = await _routed(request, rt, body, "/v1/messages/count_tokens")
         if answered is not None:
             return answered
-        to_chat(body, rt.tools.replays)  # the same validation as a real request
+        decode_request(body)  # the same check as a real request
         return _json({"input_tokens": estimate_input_tokens(body)})
     except Exception as e:
         if not expected_error(e):

@@ -199,7 +199,7 @@ def test_bad_request_shape(gateway, fake_model, search_fakes) -> None:
     assert info.value.status_code == 400
     assert info.value.body["type"] == "error"
     assert info.value.body["error"]["type"] == "invalid_request_error"
-    assert info.value.body["error"]["message"].startswith("messages[0].role")
+    assert info.value.body["error"]["message"].startswith("messages.0.role: ")
     assert info.value.request_id and info.value.response.headers["x-should-retry"] == "false"
     r = gw.client().post("/v1/messages", content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"

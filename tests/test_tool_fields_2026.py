@@ -236,17 +236,17 @@ def test_client_tool_results_decide_whether_a_url_a_client_tool_gave_may_be_read
 
 
 @pytest.mark.parametrize(("tool", "path"), [
-    ({**FETCH, "url_sources": {"user_input": "some"}}, "tools[0].url_sources.user_input"),
-    ({**FETCH, "url_sources": {"user_input": {"type": "only", "tools": []}}}, "tools[0].url_sources.user_input.type"),
-    ({**FETCH, "url_sources": ["all"]}, "tools[0].url_sources"),
-    ({**FETCH, "url_sources": {"server_tool_results": {"type": "only"}}}, "tools[0].url_sources.server_tool_results.tools"),
+    ({**FETCH, "url_sources": {"user_input": "some"}}, "tools.0.url_sources.user_input"),
+    ({**FETCH, "url_sources": {"user_input": {"type": "only", "tools": []}}}, "tools.0.url_sources.user_input.type"),
+    ({**FETCH, "url_sources": ["all"]}, "tools.0.url_sources"),
+    ({**FETCH, "url_sources": {"server_tool_results": {"type": "only"}}}, "tools.0.url_sources.server_tool_results.tools"),
     ({**FETCH, "url_sources": {"client_tool_results": {"type": "only", "tools": [
-        {"type": "tool_reference", "name": "nowhere"}]}}}, "tools[0].url_sources.client_tool_results.tools[0].name"),
-    ({**FETCH, "allowed_callers": "direct"}, "tools[0].allowed_callers"),
-    ({**SEARCH, "defer_loading": "yes"}, "tools[0].defer_loading"),
-    ({**SEARCH, "strict": 1}, "tools[0].strict"),
-    ({**SEARCH, "response_inclusion": 0}, "tools[0].response_inclusion"),
-    ({**FETCH, "use_cache": "no"}, "tools[0].use_cache"),
+        {"type": "tool_reference", "name": "nowhere"}]}}}, "tools.0.url_sources.client_tool_results.tools.0.name"),
+    ({**FETCH, "allowed_callers": "direct"}, "tools.0.allowed_callers"),
+    ({**SEARCH, "defer_loading": "yes"}, "tools.0.defer_loading"),
+    ({**SEARCH, "strict": 1}, "tools.0.strict"),
+    ({**SEARCH, "response_inclusion": 0}, "tools.0.response_inclusion"),
+    ({**FETCH, "use_cache": "no"}, "tools.0.use_cache"),
 ])
 def test_malformed_fields_are_a_400_naming_them(gateway, fake_model, search_fakes, site, tool, path) -> None:
     gw = gateway(config(fake_model.url, search_fakes, site))

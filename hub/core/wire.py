@@ -3,6 +3,8 @@
 msgspec says what is wrong and where (`Expected `str`, got `int` - at `$.messages[0].role``); the
 protocols' request checks (hub/protocols/*/request.py) turn that into the 400 each protocol answers
 with, `param` naming the field as the client wrote it (`messages[0].role`, `input[2].call_id`).
+A value a `dec_hook` decodes with its own convert (a content block by its `type`) adds its location
+to the message once more (`... - at `$.text` - at `$.messages[1].content[0]``): `located` joins them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from .errors import BadRequest
 
 T = TypeVar("T")
 
-_AT = re.compile(r" - at `\$\.?(.*)`$")
+_AT = re.compile(r" - at `\$\.?([^`]*)`$")
 _MISSING = re.compile(r"^Object missing required field `([^`]+)`")
 
 
@@ -31,9 +33,8 @@ def convert(value: Any, kind: type[T], *, at: str = "", what: str = "request") -
 def bad_request(message: str, *, at: str = "", what: str = "request") -> BadRequest:
     """msgspec's error ("Expected `str`, got `int` - at `$.messages[0].role`") with its path, under
     `at`, as the param; `what` names the request in a message about the body as a whole."""
-    found = _AT.search(message)
-    path = join(at, found.group(1)) if found else at
-    text = message[: found.start()] if found else message
+    inner, text = located(message)
+    path = join(at, inner)
     missing = _MISSING.match(text)
     if missing:
         path = join(path, missing.group(1))
@@ -48,3 +49,19 @@ def join(path: str, inner: str) -> str:
     if not path or not inner:
         return path or inner
     return f"{path}{inner}" if inner.startswith("[") else f"{path}.{inner}"
+
+
+def located(message: str) -> tuple[str, str]:
+    """(path, problem) of msgspec's error: the path as msgspec writes it, without `$` ("" for the
+    root); its locations, innermost first in the message, are read from the end, outermost first."""
+    path = ""
+    while found := _AT.search(message):
+        path = join(path, found.group(1))
+        message = message[: found.start()]
+    return path, message
+
+
+def missing_field(problem: str) -> str | None:
+    """The field msgspec says is missing ("Object missing required field `x`"), else None."""
+    found = _MISSING.match(problem)
+    return found.group(1) if found else None

@@ -8,42 +8,33 @@ answers it.
 
 from __future__ import annotations
 
+from ...core.errors import BadRequest
+from .wire import MessagesRequest, Text, WebSearchTool, decode_request
+
 PREFIX = "Perform a web search for the query: "
-_CHOICES = ({"type": "auto"}, {"type": "any"}, {"type": "tool", "name": "web_search"})
 
 
-def search_execution_query(req: object) -> str | None:
-    """The query, when req is Claude Code's search-execution request; else None.
+def search_execution_query(req: MessagesRequest | object) -> str | None:
+    """The query, when req (decoded, or a body to decode) is Claude Code's search-execution request; else None.
 
     Shape: exactly one tool, a web_search_* server tool; exactly one message, from the user, whose
     text starts with PREFIX; tool_choice absent, auto, any, or forcing web_search.
     """
-    if not isinstance(req, dict):
+    if not isinstance(req, MessagesRequest):
+        try:
+            req = decode_request(req)
+        except BadRequest:
+            return None
+    if req.tools is None or len(req.tools) != 1 or type(req.tools[0]) is not WebSearchTool:
         return None
-    tools = req.get("tools")
-    if not isinstance(tools, list) or len(tools) != 1 or not isinstance(tools[0], dict):
+    choice = req.tool_choice
+    if choice is not None and choice.type not in ("auto", "any") and not (
+            choice.type == "tool" and choice.name == "web_search"):
         return None
-    kind = tools[0].get("type")
-    if not isinstance(kind, str) or not kind.startswith("web_search_"):
+    if len(req.messages) != 1 or req.messages[0].role != "user":
         return None
-    choice = req.get("tool_choice")
-    if choice is not None and not (isinstance(choice, dict) and any(
-            all(choice.get(k) == v for k, v in c.items()) for c in _CHOICES)):
-        return None
-    messages = req.get("messages")
-    if not isinstance(messages, list) or len(messages) != 1 or not isinstance(messages[0], dict):
-        return None
-    message = messages[0]
-    if message.get("role") != "user":
-        return None
-    content = message.get("content")
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        text = "".join(b["text"] for b in content
-                       if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
-    else:
-        return None
+    content = req.messages[0].content
+    text = content if isinstance(content, str) else "".join(b.text for b in content if type(b) is Text)
     text = text.lstrip()
     if not text.startswith(PREFIX):
         return None

@@ -1,8 +1,9 @@
 """Anthropic Messages request -> the internal chat request (docs/claude-code.md).
 
-Liberal in what it accepts: unknown fields and block types are ignored. A value of the wrong type
-in a field we read is a BadRequest naming its path, e.g. `messages[2].content[0].source`.
-Messages and their content blocks are translated in messages_content.
+Liberal in what it accepts: unknown fields and block types are ignored. The request is decoded and
+checked first (hub/protocols/messages/wire.py: a wrong type in a field we read is a BadRequest naming
+its path, e.g. `messages.2.content.0.source`); messages and their content blocks are translated in
+messages/content.py.
 """
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ from typing import Any
 
 import msgspec
 
-from ...core.errors import BadRequest
 from ...tools.base import HostedFetch, HostedSearch
 from ...tools.web_fetch import SourcedFetch, ToolFilter, UrlSources
-from .content import DEFAULT_REPLAYS, Replays, bad_request, chat_messages, loaded_tools, string
+from . import wire
+from .content import DEFAULT_REPLAYS, Replays, chat_messages, loaded_tools
+from .wire import CustomTool, MessagesRequest, WebFetchTool, WebSearchTool, decode_request
 
 _LOCATION_KEYS = ("city", "region", "country", "timezone")
 _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
-_SOURCE_KINDS = ("all", "none")
-_FILTER_KINDS = ("all", "none", "only", "except")
+_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
 
 @dataclass(slots=True)
@@ -44,140 +45,64 @@ class MessagesContext:
         return self.hosted is not None or self.hosted_fetch is not None
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 # --- tools --------------------------------------------------------------------------------------
 
 
-def _max_uses(tool: dict, path: str) -> int | None:
-    max_uses = tool.get("max_uses")
-    if max_uses is not None and (not _is_int(max_uses) or max_uses < 1):
-        raise bad_request(f"{path}.max_uses", "must be a positive integer")
-    return max_uses
+def _domains(domains: list[str] | None) -> tuple[str, ...]:
+    return tuple(d for d in domains or () if d)
 
 
-def _domains(tool: dict, path: str) -> dict[str, tuple[str, ...]]:
-    domains = {}
-    for key in ("allowed_domains", "blocked_domains"):
-        value = tool.get(key)
-        if value is None:
-            domains[key] = ()
-        elif isinstance(value, list) and all(isinstance(d, str) for d in value):
-            domains[key] = tuple(d for d in value if d)
-        else:
-            raise bad_request(f"{path}.{key}", "must be a list of strings")
-    return domains
-
-
-def _direct(tool: dict, path: str) -> bool:
+def _direct(tool: wire.ServerTool) -> bool:
     """Whether the model may call the server tool itself: `allowed_callers` (default ["direct"]) lists
-    "direct" or only code-execution callers, which this gateway does not have. The other fields every
-    version may carry are checked here too: `defer_loading` and `strict` (accepted; a server tool is
-    offered at once, there is no tool search for it), `response_inclusion` (it only concerns results a
-    code-execution call consumed; direct calls' results are always returned)."""
-    for key in ("defer_loading", "strict"):
-        if tool.get(key) is not None and not isinstance(tool[key], bool):
-            raise bad_request(f"{path}.{key}", "must be a boolean")
-    if tool.get("response_inclusion") is not None and not isinstance(tool["response_inclusion"], str):
-        raise bad_request(f"{path}.response_inclusion", 'must be "full" or "excluded"')
-    callers = tool.get("allowed_callers")
-    if callers is None:
-        return True
-    if not isinstance(callers, list) or not all(isinstance(c, str) for c in callers):
-        raise bad_request(f"{path}.allowed_callers", "must be a list of strings")
-    return "direct" in callers
+    "direct" or only code-execution callers, which this gateway does not have. `defer_loading` and
+    `strict` are accepted (a server tool is offered at once, there is no tool search for it), and so is
+    `response_inclusion` (it only concerns results a code-execution call consumed; direct calls' results
+    are always returned)."""
+    return tool.allowed_callers is None or "direct" in tool.allowed_callers
 
 
-def _source(value: object, path: str, declared: set[str], kinds: tuple[str, ...]) -> ToolFilter:
-    """One source of `url_sources`: "all" / "none", or {"type": "all"|"none"|"only"|"except", "tools":
-    [{"type": "tool_reference", "name"}]}; a named tool must be one of the request's tools."""
+def _source(value: str | wire.ResultSource | None) -> ToolFilter:
+    """One tool-results source of `url_sources`: "all" / "none", or only / except the named tools (that
+    they are the request's tools is checked at decode)."""
     if value is None:
         return ToolFilter()
-    if isinstance(value, str):
-        kind, where = value, path
-    elif isinstance(value, dict):
-        kind, where = value.get("type"), f"{path}.type"
-    else:
-        raise bad_request(path, "must be an object or a string")
-    if kind not in kinds:
-        raise bad_request(where, "must be one of " + ", ".join(kinds))
+    kind = value if isinstance(value, str) else value.type
     if kind in ("all", "none"):
         return ToolFilter(kind)
-    refs = value.get("tools") if isinstance(value, dict) else None
-    if not isinstance(refs, list):
-        raise bad_request(f"{path}.tools", "must be a list of tool references")
-    names = set()
-    for j, ref in enumerate(refs):
-        name = ref.get("name") if isinstance(ref, dict) else None
-        if not isinstance(name, str):
-            raise bad_request(f"{path}.tools[{j}].name", "must be a string")
-        if ref.get("type") not in (None, "tool_reference"):
-            raise bad_request(f"{path}.tools[{j}].type", "must be tool_reference")
-        if name not in declared:
-            raise bad_request(f"{path}.tools[{j}].name", f"names no tool of this request: {name[:64]}")
-        names.add(name)
-    return ToolFilter(kind, frozenset(names))
+    return ToolFilter(kind, frozenset(ref.name for ref in value.tools or ()))
 
 
-def _url_sources(tool: dict, path: str, declared: set[str], origins: dict) -> UrlSources | None:
-    raw = tool.get("url_sources")
-    if raw is None:
-        return None
-    path = f"{path}.url_sources"
-    if not isinstance(raw, dict):
-        raise bad_request(path, "must be an object")
-    user = _source(raw.get("user_input"), f"{path}.user_input", declared, _SOURCE_KINDS)
+def _url_sources(raw: wire.UrlSources, origins: dict) -> UrlSources:
+    user = raw.user_input
     return UrlSources(
-        user_input=user.kind == "all",
-        server_tool_results=_source(raw.get("server_tool_results"), f"{path}.server_tool_results", declared,
-                                    _FILTER_KINDS),
-        client_tool_results=_source(raw.get("client_tool_results"), f"{path}.client_tool_results", declared,
-                                    _FILTER_KINDS),
+        user_input=user is None or (user if isinstance(user, str) else user.type) == "all",
+        server_tool_results=_source(raw.server_tool_results),
+        client_tool_results=_source(raw.client_tool_results),
         origins=origins,
     )
 
 
-def _hosted(tool: dict, path: str) -> HostedSearch:
-    max_uses = _max_uses(tool, path)
-    domains = _domains(tool, path)
-    location = tool.get("user_location")
-    if location is not None and not isinstance(location, dict):
-        raise bad_request(f"{path}.user_location", "must be an object")
-    if location:
-        location = {k: v for k in _LOCATION_KEYS if isinstance(v := location.get(k), str) and v} or None
+def _hosted(tool: WebSearchTool) -> HostedSearch:
+    location = tool.user_location
+    if location is not None:
+        location = {k: v for k in _LOCATION_KEYS if (v := getattr(location, k))} or None
     return HostedSearch(
-        allowed_domains=domains["allowed_domains"], blocked_domains=domains["blocked_domains"],
-        max_uses=max_uses, user_location=location or None,
+        allowed_domains=_domains(tool.allowed_domains), blocked_domains=_domains(tool.blocked_domains),
+        max_uses=tool.max_uses, user_location=location,
     )
 
 
-def _hosted_fetch(tool: dict, path: str, declared: set[str], origins: dict) -> HostedFetch:
+def _hosted_fetch(tool: WebFetchTool, origins: dict) -> HostedFetch:
     """A web_fetch_* server tool (every version: the later ones add `use_cache`; `url_sources` narrows
     where fetchable URLs may come from, hub/tools/web_fetch.py UrlSources)."""
-    domains = _domains(tool, path)
-    if domains["allowed_domains"] and domains["blocked_domains"]:
-        raise bad_request(path, "allowed_domains and blocked_domains cannot both be set")
-    citations = tool.get("citations")
-    if citations is not None and not isinstance(citations, dict):
-        raise bad_request(f"{path}.citations", "must be an object")
-    max_tokens = tool.get("max_content_tokens")
-    if max_tokens is not None and (not _is_int(max_tokens) or max_tokens < 1):
-        raise bad_request(f"{path}.max_content_tokens", "must be a positive integer")
-    if tool.get("use_cache") is not None and not isinstance(tool["use_cache"], bool):
-        raise bad_request(f"{path}.use_cache", "must be a boolean")
     fields = dict(
-        allowed_domains=domains["allowed_domains"], blocked_domains=domains["blocked_domains"],
-        max_uses=_max_uses(tool, path), citations=bool(citations and citations.get("enabled") is True),
-        max_content_tokens=max_tokens, use_cache=tool.get("use_cache") is not False,
+        allowed_domains=_domains(tool.allowed_domains), blocked_domains=_domains(tool.blocked_domains),
+        max_uses=tool.max_uses, citations=tool.citations is not None and tool.citations.enabled is True,
+        max_content_tokens=tool.max_content_tokens, use_cache=tool.use_cache is not False,
     )
-    sources = _url_sources(tool, path, declared, origins)
-    return HostedFetch(**fields) if sources is None else SourcedFetch(**fields, url_sources=sources)
+    if tool.url_sources is None:
+        return HostedFetch(**fields)
+    return SourcedFetch(**fields, url_sources=_url_sources(tool.url_sources, origins))
 
 
 @dataclass(slots=True)
@@ -187,192 +112,119 @@ class _Hosted:
     withheld: bool = False  # a server tool the model may not call directly (allowed_callers)
 
 
-def _tools(raw: object, loaded: set[str], origins: dict) -> tuple[list[dict], _Hosted]:
+def _tools(raw: list[wire.Tool], loaded: set[str], origins: dict) -> tuple[list[dict], _Hosted]:
     """Chat function tools, and the hosted tools when web_search_* / web_fetch_* server tools are offered
     to the model (any version, matched by prefix); `origins` is filled later with the history's tool
     calls, for a web_fetch tool's url_sources."""
     hosted = _Hosted()
-    if raw is None:
-        return [], hosted
-    if not isinstance(raw, list):
-        raise bad_request("tools", "must be a list")
-    declared = {t["name"] for t in raw if isinstance(t, dict) and isinstance(t.get("name"), str)}
     tools: list[dict] = []
-    for i, tool in enumerate(raw):
-        path = f"tools[{i}]"
-        if not isinstance(tool, dict):
-            raise bad_request(path, "must be an object")
-        kind = tool.get("type")
-        if kind is not None and not isinstance(kind, str):
-            raise bad_request(f"{path}.type", "must be a string")
-        if kind is not None and kind.startswith("web_search_"):
-            search = _hosted(tool, path)
-            if _direct(tool, path):
-                hosted.search = search
-            else:
-                hosted.withheld = True
-            continue
-        if kind is not None and kind.startswith("web_fetch_"):
-            fetch = _hosted_fetch(tool, path, declared, origins)
-            if _direct(tool, path):
-                hosted.fetch = fetch
-            else:
-                hosted.withheld = True
-            continue
-        if kind not in (None, "custom"):
-            continue  # other Anthropic-defined tools (bash_*, code_execution_*, ...) have no chat equivalent
-        name = string(tool, "name", path, required=True)
-        schema = tool.get("input_schema")
-        if not isinstance(schema, dict):
-            raise bad_request(f"{path}.input_schema", "must be a JSON Schema object")
-        if tool.get("defer_loading") is True and name not in loaded:
-            continue  # Claude Code's ToolSearch has not loaded it yet (docs/claude-code.md)
-        function: dict[str, Any] = {"name": name, "parameters": schema}
-        description = tool.get("description")
-        if isinstance(description, str) and description:
-            function["description"] = description
-        if tool.get("strict") is True:
-            function["strict"] = True
-        tools.append({"type": "function", "function": function})
+    for tool in raw:
+        match tool:
+            case CustomTool():
+                if tool.defer_loading is True and tool.name not in loaded:
+                    continue  # Claude Code's ToolSearch has not loaded it yet (docs/claude-code.md)
+                function: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
+                if tool.description:
+                    function["description"] = tool.description
+                if tool.strict is True:
+                    function["strict"] = True
+                tools.append({"type": "function", "function": function})
+            case WebSearchTool():
+                if _direct(tool):
+                    hosted.search = _hosted(tool)
+                else:
+                    hosted.withheld = True
+            case WebFetchTool():
+                if _direct(tool):
+                    hosted.fetch = _hosted_fetch(tool, origins)
+                else:
+                    hosted.withheld = True
+            # other Anthropic-defined tools (bash_*, code_execution_*, ...) have no chat equivalent
     return tools, hosted
 
 
-def _tool_choice(raw: object, body: dict) -> None:
+def _tool_choice(raw: wire.ToolChoice | None, body: dict) -> None:
     if raw is None:
         return
-    if not isinstance(raw, dict):
-        raise bad_request("tool_choice", "must be an object")
-    kind = string(raw, "type", "tool_choice", required=True)
     names = {t["function"]["name"] for t in body.get("tools", ())}
     choice: object
-    if kind == "auto":
-        choice = "auto"
-    elif kind == "any":
-        choice = "required"
-    elif kind == "none":
-        choice = "none"
-    elif kind == "tool":
-        name = string(raw, "name", "tool_choice", required=True)
+    if raw.type == "tool":
         # The hosted web_search (the gateway runs its own loop), a deferred tool not loaded yet, or an
         # Anthropic-defined tool we cannot offer: nothing the backend could be forced to call.
-        choice = {"type": "function", "function": {"name": name}} if name in names else None
+        choice = {"type": "function", "function": {"name": raw.name}} if raw.name in names else None
     else:
-        raise bad_request("tool_choice.type", "must be one of auto, any, tool, none")
+        choice = _CHOICES[raw.type]
     if not names:
         return  # hosted search only, or no tools at all: nothing for the backend to choose
     if choice is not None:
         body["tool_choice"] = choice
-    if raw.get("disable_parallel_tool_use") is True:
+    if raw.disable_parallel_tool_use is True:
         body["parallel_tool_calls"] = False
 
 
 # --- request ------------------------------------------------------------------------------------
 
 
-def _thinking(req: dict, body: dict, ctx: MessagesContext) -> None:
-    thinking = req.get("thinking")
+def _thinking(req: MessagesRequest, body: dict, ctx: MessagesContext) -> None:
+    thinking = req.thinking
     if thinking is not None:
-        if not isinstance(thinking, dict):
-            raise bad_request("thinking", "must be an object")
-        kind = string(thinking, "type", "thinking", required=True)
-        ctx.thinking = kind in ("enabled", "adaptive")
-        ctx.show_thinking = ctx.thinking and thinking.get("display") != "omitted"
-        if kind == "enabled":
-            budget = thinking.get("budget_tokens")
-            if budget is not None and not _is_int(budget):
-                raise bad_request("thinking.budget_tokens", "must be an integer")
-            if budget:
-                body["reasoning_effort"] = "low" if budget < 4096 else "medium" if budget < 16384 else "high"
-    config = req.get("output_config")
+        ctx.thinking = thinking.type in ("enabled", "adaptive")
+        ctx.show_thinking = ctx.thinking and thinking.display != "omitted"
+        budget = thinking.budget_tokens
+        if thinking.type == "enabled" and budget:
+            body["reasoning_effort"] = "low" if budget < 4096 else "medium" if budget < 16384 else "high"
+    config = req.output_config
     if config is None:
         return
-    if not isinstance(config, dict):
-        raise bad_request("output_config", "must be an object")
-    effort = config.get("effort")
-    if effort is not None and not isinstance(effort, str):
-        raise bad_request("output_config.effort", "must be a string")
-    if effort in _EFFORTS and not (isinstance(thinking, dict) and thinking.get("type") == "disabled"):
-        body["reasoning_effort"] = _EFFORTS[effort]
-    fmt = config.get("format")
-    if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and isinstance(fmt.get("schema"), dict):
-        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": fmt["schema"]}}
+    if config.effort in _EFFORTS and not (thinking is not None and thinking.type == "disabled"):
+        body["reasoning_effort"] = _EFFORTS[config.effort]
+    fmt = config.format
+    if fmt is not None and fmt.type == "json_schema":
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": fmt.schema}}
 
 
-def _sampling(req: dict, body: dict) -> None:
-    max_tokens = req.get("max_tokens")
-    if max_tokens is not None:
-        if not _is_int(max_tokens) or max_tokens < 1:
-            raise bad_request("max_tokens", "must be a positive integer")
-        body["max_tokens"] = max_tokens
-    for key in ("temperature", "top_p"):
-        value = req.get(key)
+def _sampling(req: MessagesRequest, body: dict) -> None:
+    for key in ("max_tokens", "temperature", "top_p", "top_k"):
+        value = getattr(req, key)
         if value is not None:
-            if not _is_number(value):
-                raise bad_request(key, "must be a number")
             body[key] = value
-    top_k = req.get("top_k")
-    if top_k is not None:
-        if not _is_int(top_k):
-            raise bad_request("top_k", "must be an integer")
-        body["top_k"] = top_k
-    stops = req.get("stop_sequences")
-    if stops is not None:
-        if not isinstance(stops, list) or not all(isinstance(s, str) for s in stops):
-            raise bad_request("stop_sequences", "must be a list of strings")
-        if stops:
-            body["stop"] = stops
+    if req.stop_sequences:
+        body["stop"] = req.stop_sequences
 
 
-def _session(metadata: object) -> str | None:
-    if metadata is None:
+def _session(metadata: wire.Metadata | None) -> str | None:
+    if metadata is None or metadata.user_id is None:
         return None
-    if not isinstance(metadata, dict):
-        raise bad_request("metadata", "must be an object")
-    user_id = metadata.get("user_id")
-    if user_id is None:
-        return None
-    if not isinstance(user_id, str):
-        raise bad_request("metadata.user_id", "must be a string")
     try:
-        value = json.loads(user_id)  # Claude Code: a JSON string with device_id and session_id
+        value = json.loads(metadata.user_id)  # Claude Code: a JSON string with device_id and session_id
     except ValueError:
         return None
     session = value.get("session_id") if isinstance(value, dict) else None
     return session if isinstance(session, str) and session else None
 
 
-def to_chat(req: object, replays: Replays = DEFAULT_REPLAYS) -> tuple[dict, MessagesContext]:
-    """A Messages request body -> (chat request body, context for the response encoders); `replays`:
-    the server tools whose replayed blocks become tool rounds (hub/tools/registry.py)."""
-    if not isinstance(req, dict):
-        raise BadRequest("request body must be a JSON object")
-    model = string(req, "model", "", required=True)
-    if not model.strip():
-        raise bad_request("model", "must not be empty")
-    stream = req.get("stream", False)
-    if stream is not None and not isinstance(stream, bool):
-        raise bad_request("stream", "must be a boolean")
-    ctx = MessagesContext(model=model, stream=bool(stream))
-
-    raw_messages = req.get("messages")
-    loaded = loaded_tools(raw_messages if isinstance(raw_messages, list) else [])
+def to_chat(req: MessagesRequest | object, replays: Replays = DEFAULT_REPLAYS) -> tuple[dict, MessagesContext]:
+    """A Messages request (decoded, or the body to decode) -> (chat request body, context for the
+    response encoders); `replays`: the server tools whose replayed blocks become tool rounds
+    (hub/tools/registry.py)."""
+    request = req if isinstance(req, MessagesRequest) else decode_request(req)
+    ctx = MessagesContext(model=request.model, stream=bool(request.stream))
     origins: dict[str, tuple[bool, str]] = {}  # the history's tool calls, for url_sources
-    tools, hosted = _tools(req.get("tools"), loaded, origins)
+    tools, hosted = _tools(request.tools or [], loaded_tools(request.messages), origins)
     ctx.hosted, ctx.hosted_fetch, ctx.withheld = hosted.search, hosted.fetch, hosted.withheld
-    body: dict[str, Any] = {"model": model, "messages": chat_messages(
-        req.get("system"), raw_messages, replays, origins=origins if isinstance(ctx.hosted_fetch, SourcedFetch)
-        else None)}
+    body: dict[str, Any] = {"model": request.model, "messages": chat_messages(
+        request.system, request.messages, replays,
+        origins=origins if isinstance(ctx.hosted_fetch, SourcedFetch) else None)}
     if tools:
         body["tools"] = tools
-    _tool_choice(req.get("tool_choice"), body)
-    choice = req.get("tool_choice")
-    if ctx.hosted is not None and isinstance(choice, dict) and (
-            (choice.get("type") == "tool" and choice.get("name") == "web_search")
-            or (choice.get("type") == "any" and not tools)):
+    _tool_choice(request.tool_choice, body)
+    choice = request.tool_choice
+    if ctx.hosted is not None and choice is not None and (
+            (choice.type == "tool" and choice.name == "web_search") or (choice.type == "any" and not tools)):
         ctx.force_search = True
-    _thinking(req, body, ctx)
-    _sampling(req, body)
-    ctx.session_id = _session(req.get("metadata"))
+    _thinking(request, body, ctx)
+    _sampling(request, body)
+    ctx.session_id = _session(request.metadata)
     if ctx.stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
