@@ -16,6 +16,7 @@ import httpx
 from . import config as cfgmod
 from . import fetcher
 from .access.budget import Budget
+from .backends.registry import FAMILIES
 from .config.keys import ApiKey
 from .fetcher.direct import DirectFetch
 from .fetcher.reading import PageReader
@@ -98,9 +99,14 @@ class Runtime:
         await self.fetch[0].aclose()
 
 
+# What engines.json may name: the search engines of hub/search/engines/ and the backend families of
+# hub/backends/families/ (the config layer lists neither).
+PLUGINS = cfgmod.Plugins(engines=ENGINE_KINDS, families=FAMILIES)
+
+
 def load_config(path: str) -> cfgmod.Config:
-    """The config file, its search engines checked against the ones hub/search/engines/ holds."""
-    return cfgmod.load(path, engine_kinds=ENGINE_KINDS)
+    """The config file, its search engines and backend families checked against the build's PLUGINS."""
+    return cfgmod.load(path, plugins=PLUGINS)
 
 
 @contextlib.asynccontextmanager

@@ -19,8 +19,8 @@ import pytest
 from hub.config import parse
 from hub.routing.dispatch import Dispatcher, Gate
 from hub.routing.router import Cooldowns, Router
+from hub.runtime import PLUGINS
 from hub.search import SearchService
-from hub.search.registry import ENGINE_KINDS
 from hub.store.memory import MemoryStore
 from hub.upstream.http import make_client
 
@@ -57,7 +57,7 @@ def hermetic(cfg: dict) -> dict:
 @asynccontextmanager
 async def search_service(config: dict, env: dict[str, str] | None = None) -> AsyncIterator[SearchService]:
     """A SearchService over `config` (engines.json as a dict), with its own HTTP client for `env`."""
-    cfg = parse(json.dumps(config), env={}, engine_kinds=ENGINE_KINDS)
+    cfg = parse(json.dumps(config), env={}, plugins=PLUGINS)
     client = make_client(env=env or {})
     router = Router(cfg, Cooldowns())
     try:

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from hub import config as cfgmod
 from hub.backends import quirks
 from hub.backends.normalize import StreamNormalizer, ToolCallAssembler, normalize_completion
-from hub.config.quirks import FAMILIES, Quirks
-from hub.search.registry import ENGINE_KINDS
+from hub.backends.registry import FAMILIES
+from hub.config.quirks import COMMERCIAL_FAMILY, COMMERCIAL_QUIRKS, Quirks
+from hub.runtime import PLUGINS
 from hub.upstream.failures import error_message, request_kind, scrub
 
 from .helpers import base_config, searxng_engine
@@ -30,7 +31,8 @@ TOOL = {"type": "function", "function": {"name": "web_search", "parameters": {"t
 
 
 def fam(name: str) -> Quirks:
-    return FAMILIES[name]
+    """A family's quirks as its module of hub/backends/families/ declares them (openai: the commercial APIs')."""
+    return COMMERCIAL_QUIRKS if name == COMMERCIAL_FAMILY else FAMILIES[name].quirks
 
 
 # --- outbound -----------------------------------------------------------------------------------
@@ -100,7 +102,7 @@ def test_consecutive_results_share_one_user_turn():
     "role": st.sampled_from(["user", "assistant", "tool", "system"]),
     "content": st.one_of(st.none(), st.text(max_size=20), st.just([{"type": "text", "text": "t"}])),
 }, optional={"tool_call_id": st.text(max_size=5), "tool_calls": st.just([CALL])}), max_size=8),
-    st.sampled_from(sorted(FAMILIES)))
+    st.sampled_from(sorted([*FAMILIES, COMMERCIAL_FAMILY])))
 def test_outbound_never_sends_null_content_where_rejected_nor_tool_roles_where_dropped(messages, family):
     q = fam(family)
     out = quirks.outbound({"messages": messages, "tools": [TOOL]}, q, server_tools=frozenset({"web_search"}))["messages"]
@@ -115,10 +117,10 @@ def test_per_provider_overrides_in_engines_json():
     cfg = base_config("http://127.0.0.1:1/v1")
     cfg["providers"]["local"] = {"type": "openai-compatible", "baseURL": "http://127.0.0.1:1/v1",
                                  "quirks": {"family": "llamacpp", "toolResults": "tool", "dropFields": ["seed"]}}
-    q = cfgmod.build(cfg, env={}, engine_kinds=ENGINE_KINDS).providers["local"].quirks
+    q = cfgmod.build(cfg, env={}, plugins=PLUGINS).providers["local"].quirks
     assert q.family == "llamacpp" and q.null_content is False and q.tool_results == "tool"
     assert q.drop_fields == ("seed",)
-    built = cfgmod.build(base_config("http://x/v1"), env={}, engine_kinds=ENGINE_KINDS)
+    built = cfgmod.build(base_config("http://x/v1"), env={}, plugins=PLUGINS)
     assert built.providers["local"].quirks.family == "vllm"
 
 
@@ -126,18 +128,18 @@ def test_bad_quirk_override_is_a_config_error():
     cfg = base_config("http://127.0.0.1:1/v1")
     cfg["providers"]["local"]["quirks"] = {"forceTool": "please"}
     with pytest.raises(cfgmod.ConfigError) as e:
-        cfgmod.build(cfg, env={}, engine_kinds=ENGINE_KINDS)
+        cfgmod.build(cfg, env={}, plugins=PLUGINS)
     assert "providers.local.quirks.forceTool" in str(e.value)
 
 
 def test_web_search_mode_global_and_per_backend():
     cfg = base_config("http://127.0.0.1:1/v1")
     cfg["webSearch"] = {"mode": "hybrid", "perBackend": {"local": {"mode": "presearch"}}}
-    ws = cfgmod.build(cfg, env={}, engine_kinds=ENGINE_KINDS).web_search
+    ws = cfgmod.build(cfg, env={}, plugins=PLUGINS).web_search
     assert ws.limits.mode == "hybrid" and ws.limits_for("local").mode == "presearch"
     cfg["webSearch"] = {"mode": "sometimes"}
     with pytest.raises(cfgmod.ConfigError):
-        cfgmod.build(cfg, env={}, engine_kinds=ENGINE_KINDS)
+        cfgmod.build(cfg, env={}, plugins=PLUGINS)
 
 
 # --- inbound ------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hub import config as cfgmod
-from hub.search.registry import ENGINE_KINDS
+from hub.runtime import PLUGINS
 
 
 def _with_model_engine(name: str, provider: dict, engines: list[dict]) -> dict:
@@ -30,14 +30,14 @@ def _cfg(**over) -> dict:
 
 
 def test_repository_engines_json_is_valid() -> None:
-    cfg = cfgmod.load("engines.json", engine_kinds=ENGINE_KINDS)
+    cfg = cfgmod.load("engines.json", plugins=PLUGINS)
     assert cfg.router.routes["default"][0].targets[0].provider.type == "ollama"
     assert cfg.web_search.engines and cfg.web_search.default_engine is not None
 
 
 def test_target_splits_at_first_dot() -> None:
     cfg = cfgmod.build(_cfg(virtualrouter={"routing": {"default": [{"targets": ["local.qwen2.5:7b/instruct.q4"]}]}}),
-                       env={}, engine_kinds=ENGINE_KINDS)
+                       env={}, plugins=PLUGINS)
     t = cfg.router.routes["default"][0].targets[0]
     assert (t.provider.id, t.model) == ("local", "qwen2.5:7b/instruct.q4")
 
@@ -45,7 +45,7 @@ def test_target_splits_at_first_dot() -> None:
 def test_unknown_provider_in_target_names_path() -> None:
     with pytest.raises(cfgmod.ConfigError) as e:
         cfgmod.build(_cfg(virtualrouter={"routing": {"default": [{"targets": ["local.m", "nope.m"]}]}}), env={},
-                     engine_kinds=ENGINE_KINDS)
+                     plugins=PLUGINS)
     assert any(err.startswith("virtualrouter.routing.default[0].targets[1]: unknown provider 'nope'")
                for err in e.value.errors)
 
@@ -57,10 +57,10 @@ def test_engine_provider_key_must_be_in_web_search_route() -> None:
         {"id": "glm", "providerKey": "glm.glm-4.7"},
     ])
     with pytest.raises(cfgmod.ConfigError) as e:
-        cfgmod.build(raw, env={}, engine_kinds=ENGINE_KINDS)
+        cfgmod.build(raw, env={}, plugins=PLUGINS)
     assert any(err.startswith("webSearch.engines[2].providerKey:") and "'glm'" in err for err in e.value.errors)
     raw["virtualrouter"]["routing"]["web_search"] = [{"targets": ["glm.glm-4.7"]}]
-    cfg = cfgmod.build(raw, env={}, engine_kinds=ENGINE_KINDS)
+    cfg = cfgmod.build(raw, env={}, plugins=PLUGINS)
     assert [e.id for e in cfg.web_search.engines] == ["a", "b", "glm"]
 
 
@@ -73,18 +73,18 @@ def test_google_defaults() -> None:
         {"id": "serper2", "type": "serper", "apiKey": "k", "google": False},
     ])
     raw["virtualrouter"]["routing"]["web_search"] = [{"targets": ["gem.gemini-2.5-flash"]}]
-    cfg = cfgmod.build(raw, env={}, engine_kinds=ENGINE_KINDS)
+    cfg = cfgmod.build(raw, env={}, plugins=PLUGINS)
     assert {e.id: e.google for e in cfg.web_search.engines} == {
         "serper": True, "brave": False, "my-google-proxy": True, "gem": True, "serper2": False}
 
 
 def test_schema_errors_have_paths_and_hide_values() -> None:
     raw = _cfg(webSearch={"engines": [{"id": "x", "type": "serper", "apiKey": "sk-SECRET"}], "maxToolIterations": 99})
-    raw["providers"]["local"]["type"] = "sk-SECRET-TYPE"
+    raw["providers"]["local"]["type"] = "${LOCAL_TYPE}"
     with pytest.raises(cfgmod.ConfigError) as e:
-        cfgmod.build(raw, env={}, engine_kinds=ENGINE_KINDS)
+        cfgmod.build(raw, env={"LOCAL_TYPE": "sk-SECRET-TYPE"}, plugins=PLUGINS)
     text = str(e.value)
-    assert "providers.local.type: must be one of" in text
+    assert "providers.local.type: unknown provider type from ${LOCAL_TYPE} (known: anthropic, " in text
     assert "webSearch.maxToolIterations: must be <= 20" in text
     assert "SECRET" not in text
 
@@ -92,13 +92,13 @@ def test_schema_errors_have_paths_and_hide_values() -> None:
 def test_missing_env_var_names_variable_and_path() -> None:
     raw = _cfg(webSearch={"engines": [{"id": "s", "type": "serper", "apiKey": "${SERPER_KEY}"}]})
     with pytest.raises(cfgmod.ConfigError) as e:
-        cfgmod.build(raw, env={}, engine_kinds=ENGINE_KINDS)
+        cfgmod.build(raw, env={}, plugins=PLUGINS)
     assert "webSearch.engines[0].apiKey: environment variable SERPER_KEY is not set" in e.value.errors
 
 
 def test_env_default_and_value() -> None:
     raw = _cfg(providers={"local": {"type": "vllm", "baseURL": "${URL:-http://d/v1}", "apiKey": "${K}"}})
-    cfg = cfgmod.build(raw, env={"K": "secret-value-123"}, engine_kinds=ENGINE_KINDS)
+    cfg = cfgmod.build(raw, env={"K": "secret-value-123"}, plugins=PLUGINS)
     assert cfg.providers["local"].base_url == "http://d/v1"
     assert cfg.providers["local"].api_key == "secret-value-123"
     table = json.dumps(cfg.routing_table())
@@ -125,7 +125,7 @@ def test_env_expansion_property(name: str, value: str, prefix: str, suffix: str)
 def test_target_parsing_property(provider: str, model: str) -> None:
     raw = {"providers": {provider: {"type": "vllm", "baseURL": "http://x"}},
            "virtualrouter": {"routing": {"default": [{"targets": [f"{provider}.{model}"]}]}}}
-    cfg = cfgmod.build(raw, env={}, engine_kinds=ENGINE_KINDS)
+    cfg = cfgmod.build(raw, env={}, plugins=PLUGINS)
     t = cfg.router.routes["default"][0].targets[0]
     assert (t.provider.id, t.model, t.key) == (provider, model, f"{provider}.{model}")
     assert cfg.target(f"{provider}.{model}") == t
@@ -154,7 +154,7 @@ def test_cli_check_ok_and_error(tmp_path) -> None:
 def test_api_keys_plain_and_named_with_limits() -> None:
     cfg = cfgmod.build(_cfg(server={"apiKeys": [
         "sk-plain-1", {"key": "sk-team-2", "name": "team", "searchesPerDay": 2, "searchesPerMinute": 1,
-                       "fetchesPerDay": 5, "maxCostPerDay": 1.5}]}), env={}, engine_kinds=ENGINE_KINDS)
+                       "fetchesPerDay": 5, "maxCostPerDay": 1.5}]}), env={}, plugins=PLUGINS)
     plain, team = cfg.server.api_keys
     assert (plain.key, plain.name, plain.limited) == ("sk-plain-1", "apiKeys[0]", False)
     assert (team.name, team.searches_per_day, team.searches_per_minute, team.fetches_per_day,
@@ -171,7 +171,7 @@ def test_api_keys_plain_and_named_with_limits() -> None:
 ])
 def test_bad_api_key_entries_name_the_path_not_the_key(entry, error) -> None:
     with pytest.raises(cfgmod.ConfigError) as e:
-        cfgmod.build(_cfg(server={"apiKeys": [entry]}), env={}, engine_kinds=ENGINE_KINDS)
+        cfgmod.build(_cfg(server={"apiKeys": [entry]}), env={}, plugins=PLUGINS)
     assert any(err.startswith(error) for err in e.value.errors), e.value.errors
     assert "SECRET" not in str(e.value)
 
@@ -179,17 +179,17 @@ def test_bad_api_key_entries_name_the_path_not_the_key(entry, error) -> None:
 def test_api_key_names_are_unique() -> None:
     with pytest.raises(cfgmod.ConfigError) as e:
         cfgmod.build(_cfg(server={"apiKeys": [{"key": "a1", "name": "x"}, {"key": "b2", "name": "x"}]}), env={},
-                     engine_kinds=ENGINE_KINDS)
+                     plugins=PLUGINS)
     assert e.value.errors == ["server.apiKeys: the name 'x' is used by more than one key"]
 
 
 def test_engine_prices() -> None:
     searx = {"id": "s", "type": "searxng", "baseURL": "http://127.0.0.1:9", "costPerCall": 0.002}
-    cfg = cfgmod.build(_cfg(webSearch={"engines": [searx]}), env={}, engine_kinds=ENGINE_KINDS)
+    cfg = cfgmod.build(_cfg(webSearch={"engines": [searx]}), env={}, plugins=PLUGINS)
     assert cfg.web_search.engines[0].cost_per_call == 0.002
     with pytest.raises(cfgmod.ConfigError) as e:
         cfgmod.build(_cfg(webSearch={"engines": [{**searx, "costPerMillionInputTokens": 1}]}), env={},
-                     engine_kinds=ENGINE_KINDS)
+                     plugins=PLUGINS)
     assert e.value.errors == ["webSearch.engines[0].costPerMillionInputTokens: only model engines (providerKey) "
                               "report tokens; use costPerCall"]
 
@@ -201,7 +201,7 @@ def test_defaults_come_from_the_schema_once() -> None:
         "providers": {"local": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
         "virtualrouter": {"routing": {"default": [{"targets": ["local.m"]}]}},
         "webSearch": {"maxToolIterations": 3, "perBackend": {"local": {"maxConsecutiveErrors": 7}}},
-    }), env={}, engine_kinds=ENGINE_KINDS)
+    }), env={}, plugins=PLUGINS)
     assert cfg.server.port == schema()["properties"]["server"]["properties"]["port"]["default"]
     assert cfg.web_search.keepalive_s * 1000 == ws_schema["keepaliveMs"]["default"]
     assert cfg.router.routes["default"][0].priority == schema()["$defs"]["pool"]["properties"]["priority"]["default"]

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from hub import config as cfgmod
-from hub.search.registry import ENGINE_KINDS
+from hub.runtime import PLUGINS
 
 from .helpers import base_config, free_port, searxng_engine
 
@@ -50,7 +50,7 @@ def test_locate_follows_the_documented_order(tmp_path):
 
 
 def test_the_built_in_default_loads_and_routes_to_local_servers():
-    cfg = cfgmod.load(cfgmod.BUILTIN_CONFIG, env={}, engine_kinds=ENGINE_KINDS)
+    cfg = cfgmod.load(cfgmod.BUILTIN_CONFIG, env={}, plugins=PLUGINS)
     assert [t.key for p in cfg.router.routes["default"] for t in p.targets] == ["ollama.qwen3:8b", "llamacpp.default"]
     assert cfg.providers["ollama"].base_url_env == ("OLLAMA_BASE_URL",)
 

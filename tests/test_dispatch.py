@@ -10,7 +10,7 @@ import pytest
 from hub.config import parse
 from hub.routing.dispatch import AllTargetsFailed, Dispatcher, Gate
 from hub.routing.router import Cooldowns, Router
-from hub.search.registry import ENGINE_KINDS
+from hub.runtime import PLUGINS
 from hub.upstream.http import UpstreamError
 
 
@@ -20,7 +20,7 @@ def setup(max_concurrency: int | None = 1) -> tuple[Dispatcher, Router]:
            "virtualrouter": {"routing": {"default": [{"targets": ["a.m"]}, {"priority": 50, "targets": ["b.m"]}]}}}
     if max_concurrency is not None:
         cfg["providers"]["a"]["maxConcurrency"] = max_concurrency
-    router = Router(parse(json.dumps(cfg), env={}, engine_kinds=ENGINE_KINDS), Cooldowns())
+    router = Router(parse(json.dumps(cfg), env={}, plugins=PLUGINS), Cooldowns())
     return Dispatcher(None, router, Gate()), router  # type: ignore[arg-type]  # no HTTP in these calls
 
 

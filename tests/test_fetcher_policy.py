@@ -12,7 +12,7 @@ from hub.fetcher import AddressPolicy, DomainRules, UrlPolicy, build, normalize,
 from hub.fetcher.addresses import parse_ip
 from hub.fetcher.result import INVALID_TOOL_INPUT, URL_NOT_ALLOWED, URL_NOT_IN_PRIOR_CONTEXT, URL_TOO_LONG
 from hub.fetcher.urls import DEFAULT_PORTS, Target, check, parse
-from hub.search.registry import ENGINE_KINDS
+from hub.runtime import PLUGINS
 from hub.store import MemoryStore
 
 
@@ -174,7 +174,7 @@ def _config(web_fetch: dict | None = None) -> cfgmod.Config:
            "virtualrouter": {"routing": {"default": [{"targets": ["local.m"]}]}}}
     if web_fetch is not None:
         raw["webFetch"] = web_fetch
-    return cfgmod.build(raw, {}, engine_kinds=ENGINE_KINDS)
+    return cfgmod.build(raw, {}, plugins=PLUGINS)
 
 
 def test_web_fetch_defaults_refuse_everything_non_public():

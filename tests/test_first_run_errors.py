@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from hub.config import parse
-from hub.search.registry import ENGINE_KINDS
+from hub.runtime import PLUGINS
 
 from .helpers import base_config, free_port, serper_engine
 
@@ -155,7 +155,7 @@ def test_config_records_the_variables_of_each_base_url() -> None:
     cfg = base_config("http://127.0.0.1:1/v1")
     cfg["providers"]["a"] = {"type": "vllm", "baseURL": "${A_URL:-http://127.0.0.1:2/v1}"}
     cfg["providers"]["b"] = {"type": "vllm", "baseURL": "http://${B_HOST}:${B_PORT:-8000}/v1"}
-    config = parse(json.dumps(cfg), env={"B_HOST": "example.internal"}, engine_kinds=ENGINE_KINDS)
+    config = parse(json.dumps(cfg), env={"B_HOST": "example.internal"}, plugins=PLUGINS)
     assert config.providers["local"].base_url_env == ()
     assert config.providers["a"].base_url_env == ("A_URL",)
     assert config.providers["b"].base_url_env == ("B_HOST", "B_PORT")

@@ -7,7 +7,7 @@ import json
 from hub.config import parse
 from hub.injection.chain import ChainState
 from hub.injection.decide import Request, decide
-from hub.search.registry import ENGINE_KINDS
+from hub.runtime import PLUGINS
 from hub.tools.base import HostedSearch
 
 
@@ -16,7 +16,7 @@ def config(**ws):
                          "oa": {"type": "openai", "baseURL": "http://127.0.0.1:9/v1", "apiKey": "sk-test-000000"}},
            "virtualrouter": {"routing": {"default": [{"targets": ["local.m"]}]}},
            "webSearch": {"engines": [{"id": "s", "type": "searxng", "baseURL": "http://127.0.0.1:9"}], **ws}}
-    c = parse(json.dumps(cfg), env={}, engine_kinds=ENGINE_KINDS)
+    c = parse(json.dumps(cfg), env={}, plugins=PLUGINS)
     return c.web_search, c.providers["local"], c.providers["oa"]
 
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from hub.config import ConfigError, parse
 from hub.config.proxy import DIRECT, mask_proxy, parse_proxy
+from hub.runtime import PLUGINS
 from hub.search.base import SearchRequest
-from hub.search.registry import ENGINE_KINDS
 from hub.upstream.proxy import ProxyPolicy, choose
 
 from .fakes.forward_proxy import ForwardProxy
@@ -177,7 +177,7 @@ def test_chat_through_a_proxied_provider_and_masked_everywhere(gateway, fake_mod
 def test_bad_proxy_is_a_config_error_that_hides_the_value(value):
     cfg = config_with([serper(value)])
     with pytest.raises(ConfigError) as exc:
-        parse(json.dumps(cfg), env={}, engine_kinds=ENGINE_KINDS)
+        parse(json.dumps(cfg), env={}, plugins=PLUGINS)
     text = str(exc.value)
     assert "webSearch.engines[0].proxy" in text
     assert PASSWORD not in text
@@ -186,7 +186,7 @@ def test_bad_proxy_is_a_config_error_that_hides_the_value(value):
 def test_provider_proxy_false_is_direct():
     cfg = parse(json.dumps(base_config("http://127.0.0.1:1/v1", providers={
         "local": {"type": "vllm", "baseURL": "http://127.0.0.1:1/v1", "proxy": False}})), env={},
-        engine_kinds=ENGINE_KINDS)
+        plugins=PLUGINS)
     assert cfg.providers["local"].proxy == DIRECT
 
 

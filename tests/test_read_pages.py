@@ -182,10 +182,10 @@ def test_blocked_pages_keep_their_snippets(gateway, fake_model, search_fakes, si
 
 def test_the_default_config_reads_pages():
     from hub import config as cfgmod
-    from hub.search.registry import ENGINE_KINDS
+    from hub.runtime import PLUGINS
 
     cfg = base_config("http://127.0.0.1:9/v1")
-    read = cfgmod.parse(json.dumps(cfg), env={}, engine_kinds=ENGINE_KINDS).web_search.limits.read_pages
+    read = cfgmod.parse(json.dumps(cfg), env={}, plugins=PLUGINS).web_search.limits.read_pages
     assert (read.enabled, read.top, read.timeout_s, read.max_chars) == (True, 3, 4.0, 2000)
 
 
@@ -200,11 +200,11 @@ def test_per_backend_override(gateway, fake_model, search_fakes, site):
 
 def test_bad_read_pages_config_is_refused():
     from hub import config as cfgmod
-    from hub.search.registry import ENGINE_KINDS
+    from hub.runtime import PLUGINS
 
     with pytest.raises(cfgmod.ConfigError) as e:
         cfgmod.parse(json.dumps(base_config("http://127.0.0.1:9/v1", webSearch={"readPages": {"top": 0, "x": 1}})),
-                     env={}, engine_kinds=ENGINE_KINDS)
+                     env={}, plugins=PLUGINS)
     assert "readPages" in str(e.value)
 
 

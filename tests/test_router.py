@@ -8,7 +8,7 @@ import pytest
 
 from hub.config import parse
 from hub.routing.router import Cooldowns, Router, UnknownTarget
-from hub.search.registry import ENGINE_KINDS
+from hub.runtime import PLUGINS
 
 
 def router(**vr) -> Router:
@@ -22,7 +22,7 @@ def router(**vr) -> Router:
             "thinking": [{"targets": ["b.think"]}],
             "gpt": [{"targets": ["oa.gpt-5", "a.x"]}]}, **vr},
     }
-    return Router(parse(json.dumps(cfg), env={}, engine_kinds=ENGINE_KINDS), Cooldowns())
+    return Router(parse(json.dumps(cfg), env={}, plugins=PLUGINS), Cooldowns())
 
 
 def keys(targets) -> list[str]:

@@ -289,11 +289,11 @@ def test_malformed_answers_are_errors(fake, kind):
 
 def test_missing_key_is_a_config_error():
     from hub.config import ConfigError, parse
-    from hub.search.registry import ENGINE_KINDS
+    from hub.runtime import PLUGINS
 
     for kind in KINDS:
         with pytest.raises(ConfigError, match=f"of type {kind} needs an apiKey"):
-            parse(json.dumps(config_with([{"id": kind, "type": kind}])), env={}, engine_kinds=ENGINE_KINDS)
+            parse(json.dumps(config_with([{"id": kind, "type": kind}])), env={}, plugins=PLUGINS)
 
 
 # ---------------------------------------------------------------- Jina's reader

@@ -17,6 +17,7 @@ import pytest
 import trustme
 
 from hub.config import parse
+from hub.runtime import PLUGINS
 from hub.search.base import SearchRequest
 from hub.search.engines.ddgs import DdgsEngine
 from hub.search.registry import ENGINE_KINDS
@@ -213,7 +214,7 @@ def test_arguments_from_recency_location_and_options(ca_file):
     from hub.search.engine import EngineContext
 
     cfg = parse(json.dumps(config_with([ddgs_engine(ca_file[1], options={"region": "wt-wt", "safesearch": "off"})])),
-                env={}, engine_kinds=ENGINE_KINDS)
+                env={}, plugins=PLUGINS)
     engine = DdgsEngine(cfg.web_search.engines[0], EngineContext(None, cfg.web_search))  # type: ignore[arg-type]
     args = engine.arguments(SearchRequest("q", 4, "oneDay", user_location={"country": "CN"}))
     assert args == {"region": "cn-zh", "safesearch": "off", "timelimit": "d", "max_results": 4,
@@ -226,7 +227,7 @@ def test_arguments_from_recency_location_and_options(ca_file):
                                                  ("google,duckduckgo", False)])
 def test_google_backed_only_when_its_backend_is_google(backend, google):
     cfg = parse(json.dumps(config_with([{"id": "web", "type": "ddgs", "options": {"backend": backend}}])), env={},
-                engine_kinds=ENGINE_KINDS)
+                plugins=PLUGINS)
     assert cfg.web_search.engines[0].google is google
 
 
@@ -234,7 +235,7 @@ def test_repository_engines_json_defaults_to_keyless_ddgs():
     """What the README's run command serves with: a default engine that needs no key and no service."""
     from hub.config import load
 
-    cfg = load(Path(__file__).resolve().parent.parent / "engines.json", env={}, engine_kinds=ENGINE_KINDS)
+    cfg = load(Path(__file__).resolve().parent.parent / "engines.json", env={}, plugins=PLUGINS)
     default = cfg.web_search.default_engine
     assert default is not None and default.type == "ddgs" and default.api_key is None
     assert ENGINE_KINDS.api["ddgs"].keyless

@@ -12,8 +12,8 @@ import pytest
 
 from hub.config import ConfigError, parse
 from hub.routing.router import Cooldowns
+from hub.runtime import PLUGINS
 from hub.search.base import SearchRequest
-from hub.search.registry import ENGINE_KINDS
 from hub.search.render import tool_text
 
 from .fakes.search_model_families import BLOG, KEYS, KIMI_ARGUMENTS, RELEASES, WIKI, error_block
@@ -231,7 +231,7 @@ def test_a_provider_that_cannot_search_is_refused():
                       providers={"local": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
                       search_targets=[["local.m"]])
     with pytest.raises(ConfigError, match="search-capable type .*anthropic.*dashscope.*moonshot.*got 'vllm'"):
-        parse(json.dumps(cfg), env={}, engine_kinds=ENGINE_KINDS)
+        parse(json.dumps(cfg), env={}, plugins=PLUGINS)
 
 
 def test_gateway_search_answered_by_kimi(gateway, fake_model, fake):

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hub.config import ConfigError, parse
+from hub.runtime import PLUGINS
 from hub.search.base import Hit, SearchRequest
 from hub.search.engines.multi import RRF_K, fuse
-from hub.search.registry import ENGINE_KINDS
 from hub.search.render import tool_text
 from hub.search.sanitize import dedup_key
 
@@ -111,7 +111,7 @@ def test_partial_results_are_not_cached(fake):
 ])
 def test_config_errors(engines, message):
     with pytest.raises(ConfigError, match=message):
-        parse(json.dumps(config_with(engines)), env={}, engine_kinds=ENGINE_KINDS)
+        parse(json.dumps(config_with(engines)), env={}, plugins=PLUGINS)
 
 
 def hit(url: str) -> Hit:

@@ -65,13 +65,13 @@ def test_explicit_google_flag_wins_over_the_declaration():
     import json
 
     from hub.config import parse
-    from hub.search.registry import ENGINE_KINDS
+    from hub.runtime import PLUGINS
 
     from .fakes.search_providers import config_with
 
     cfg = parse(json.dumps(config_with([{"id": "a", "type": "ddgs", "options": {"backend": "google"}, "google": False},
                                         {"id": "b", "type": "searxng", "baseURL": "http://127.0.0.1:1",
-                                         "google": True}])), env={}, engine_kinds=ENGINE_KINDS)
+                                         "google": True}])), env={}, plugins=PLUGINS)
     assert [e.google for e in cfg.web_search.engines] == [False, True]
 
 

@@ -1,5 +1,6 @@
 """A search engine is one module of hub/search/engines/: the registry finds it there, and the config
-loader knows engines only from the EngineKinds it is given (hub/search/registry.py)."""
+loader knows engines only from the EngineKinds it is given (hub/search/registry.py, in hub/runtime.py's
+PLUGINS)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hub.config import ConfigError, EngineKind, EngineKinds, parse
+from hub.config import ConfigError, EngineKind, EngineKinds, Plugins, parse
+from hub.runtime import PLUGINS
 from hub.search.registry import API_ENGINES, CATALOG, ENGINE_KINDS, MODEL_ENGINES, discover
 
 from .fakes.search_providers import config_with
@@ -95,10 +97,10 @@ def test_a_new_engine_module_is_found_and_its_config_accepted(tmp_path, monkeypa
     assert list(catalog.api) == ["echo"] and catalog.model == {} and list(catalog.modules) == ["echo"]
 
     text = _cfg([{"id": "mine", "type": "echo"}])  # keyless, as its KIND says: no apiKey needed
-    engine = parse(text, env={}, engine_kinds=catalog.kinds).web_search.engines[0]
+    engine = parse(text, env={}, plugins=Plugins(catalog.kinds, PLUGINS.families)).web_search.engines[0]
     assert engine.type == "echo" and engine.google  # the KIND's index made it Google-backed
     with pytest.raises(ConfigError) as e:
-        parse(text, env={}, engine_kinds=ENGINE_KINDS)
+        parse(text, env={}, plugins=PLUGINS)
     assert e.value.errors == [f"webSearch.engines[0].type: unknown engine type 'echo' "
                               f"(known: {', '.join(sorted(API_ENGINES))})"]
 
@@ -137,13 +139,13 @@ def test_a_model_engine_is_named_by_its_provider_type(tmp_path, monkeypatch):
 
 def test_without_kinds_the_loader_knows_no_engine():
     with pytest.raises(ConfigError) as e:
-        parse(_cfg([{"id": "web", "type": "ddgs"}]), env={}, engine_kinds=EngineKinds())
+        parse(_cfg([{"id": "web", "type": "ddgs"}]), env={}, plugins=Plugins(EngineKinds(), PLUGINS.families))
     assert e.value.errors == ["webSearch.engines[0].type: unknown engine type 'ddgs' (known: none)"]
     model = config_with([{"id": "g", "providerKey": "gem.gemini-2.5-flash"}], search_targets=[["gem.gemini-2.5-flash"]],
                         providers={"gem": {"type": "gemini", "baseURL": "http://127.0.0.1:9", "apiKey": "k"}})
     with pytest.raises(ConfigError, match=r"needs a provider of a search-capable type \(none\), got 'gemini'"):
-        parse(json.dumps(model), env={}, engine_kinds=EngineKinds(api=ENGINE_KINDS.api))
-    assert parse(json.dumps(model), env={}, engine_kinds=ENGINE_KINDS).web_search.engines[0].google
+        parse(json.dumps(model), env={}, plugins=Plugins(EngineKinds(api=ENGINE_KINDS.api), PLUGINS.families))
+    assert parse(json.dumps(model), env={}, plugins=PLUGINS).web_search.engines[0].google
 
 
 def test_what_an_entry_needs_comes_from_its_injected_kind():
@@ -153,7 +155,7 @@ def test_what_an_entry_needs_comes_from_its_injected_kind():
         parse(_cfg([{"id": "a", "type": "hosted"}, {"id": "b", "type": "own"},
                     {"id": "c", "type": "fanout", "engines": ["a", "nope"]},
                     {"id": "d", "type": "own", "baseURL": "http://127.0.0.1:9", "engines": ["a"]}]),
-              env={}, engine_kinds=kinds)
+              env={}, plugins=Plugins(kinds, PLUGINS.families))
     assert e.value.errors == [
         "webSearch.engines[0].apiKey: engine 'a' of type hosted needs an apiKey",
         "webSearch.engines[1].baseURL: a own engine needs the URL of its instance",
@@ -166,7 +168,7 @@ def test_an_unknown_type_from_the_environment_is_named_by_its_variable():
     """The value could be anything (a key pasted into the wrong variable): the error names the variable."""
     with pytest.raises(ConfigError) as e:
         parse(_cfg([{"id": "web", "type": "${ENGINE}"}, {"id": "x", "type": "nope"}]),
-              env={"ENGINE": "sk-not-shown"}, engine_kinds=ENGINE_KINDS)
+              env={"ENGINE": "sk-not-shown"}, plugins=PLUGINS)
     first, second = e.value.errors
     assert first.startswith("webSearch.engines[0].type: unknown engine type from ${ENGINE} (known: baidu, ")
     assert second.startswith("webSearch.engines[1].type: unknown engine type 'nope' (known: baidu, ")

@@ -18,7 +18,7 @@ from hub.config.side_requests import SideConfig, compile_side_config
 from hub.injection.side_requests import ClientTools, classify_side
 from hub.protocols.messages import to_chat as messages_to_chat
 from hub.protocols.responses import to_chat as responses_to_chat
-from hub.search.registry import ENGINE_KINDS
+from hub.runtime import PLUGINS
 
 from .helpers import base_config, hermetic, searxng_engine
 from .test_metrics import samples, value
@@ -145,7 +145,7 @@ def test_bad_operator_regex_is_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "engines.json"
     path.write_text(json.dumps(hermetic(cfg)))
     with pytest.raises(ConfigError, match=r"webSearch.sideRequests.rules\[0\].system"):
-        load(str(path), engine_kinds=ENGINE_KINDS)
+        load(str(path), plugins=PLUGINS)
     assert compile_side_config(None, []) == SideConfig()
 
 

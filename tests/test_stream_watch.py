@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from hub.config import parse
 from hub.config.settings import Target
-from hub.search.registry import ENGINE_KINDS
+from hub.runtime import PLUGINS
 from hub.streams import native as native_stream
 from hub.streams import watch as stream_watch
 from hub.streams.relay import relay_sse
@@ -27,7 +27,7 @@ from .fakes.broken_stream import ANSWERS
 PROVIDER = parse(json.dumps({  # built by the config, the one place provider defaults live
     "providers": {"p": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
     "virtualrouter": {"routing": {"default": [{"targets": ["p.m"]}]}}}), env={},
-    engine_kinds=ENGINE_KINDS).providers["p"]
+    plugins=PLUGINS).providers["p"]
 
 
 class Source:

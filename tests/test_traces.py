@@ -285,26 +285,26 @@ def test_percentiles_are_ordered_bounds(seconds: list[float]) -> None:
 
 def test_config_keys_for_the_operator_window() -> None:
     from hub import config as cfgmod
-    from hub.search.registry import ENGINE_KINDS
+    from hub.runtime import PLUGINS
 
     base = {"providers": {"local": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
             "virtualrouter": {"routing": {"default": [{"id": "p", "targets": ["local.m"]}]}}}
     cfg = cfgmod.build({**base, "server": {"adminKeys": ["${ADMIN}"]},
                         "trace": {"ringSize": 50, "sampleRate": 0.25, "bodies": True, "storeTtlMs": 0},
                         "telemetry": {"otlpEndpoint": "http://c:4318/v1/traces", "headers": {"authorization": "t0k"}}},
-                       env={"ADMIN": "admin-secret-xyz"}, engine_kinds=ENGINE_KINDS)
+                       env={"ADMIN": "admin-secret-xyz"}, plugins=PLUGINS)
     assert [k.key for k in cfg.server.admin_keys] == ["admin-secret-xyz"]
     assert (cfg.trace.ring_size, cfg.trace.sample_rate, cfg.trace.bodies, cfg.trace.store_ttl_s) == (50, 0.25, True, 0)
     assert cfg.telemetry.otlp_endpoint == "http://c:4318/v1/traces"
     assert "admin-secret-xyz" not in repr(cfg) and "t0k" not in repr(cfg)
-    defaults = cfgmod.build(base, env={}, engine_kinds=ENGINE_KINDS)
+    defaults = cfgmod.build(base, env={}, plugins=PLUGINS)
     assert defaults.trace.enabled and defaults.trace.ring_size == 2000 and not defaults.trace.bodies
     assert defaults.telemetry.otlp_endpoint is None and defaults.server.admin_keys == ()
     for bad, path in (({"trace": {"sampleRate": 2}}, "trace.sampleRate"), ({"trace": {"ringSize": 1}}, "trace.ringSize"),
                       ({"trace": {"color": "red"}}, "trace"), ({"telemetry": {"otlpEndpoint": "grpc://x"}}, "telemetry.otlpEndpoint"),
                       ({"server": {"adminKeys": [""]}}, "server.adminKeys")):
         with pytest.raises(cfgmod.ConfigError) as e:
-            cfgmod.build({**base, **bad}, env={}, engine_kinds=ENGINE_KINDS)
+            cfgmod.build({**base, **bad}, env={}, plugins=PLUGINS)
         assert any(path in err for err in e.value.errors), e.value.errors
 
 
@@ -389,13 +389,13 @@ def test_claude_codes_websearch_call_is_traced(gateway, fake_model, search_fakes
 def test_injection_reasons(policy: str, body: dict, expected: tuple) -> None:
     from hub import config as cfgmod
     from hub.injection.decide import decide, request_of
-    from hub.search.registry import ENGINE_KINDS
+    from hub.runtime import PLUGINS
 
     cfg = cfgmod.build({"providers": {"local": {"type": "vllm", "baseURL": "http://127.0.0.1:9/v1"}},
                         "virtualrouter": {"routing": {"default": [{"targets": ["local.m"]}]}},
                         "webSearch": {"injectPolicy": policy, "engines": [
                             {"id": "s", "type": "searxng", "baseURL": "http://127.0.0.1:9"}]}}, env={},
-                       engine_kinds=ENGINE_KINDS)
+                       plugins=PLUGINS)
     provider = cfg.providers["local"]
     d = decide(cfg.web_search, provider, request_of(body, body["messages"], force=None, hosted=None))
     assert (d.inject, d.reason) == expected

@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from hub import config as cfgmod
-from hub.search.registry import ENGINE_KINDS
+from hub.runtime import PLUGINS
 
 from .fakes.server import ServerThread
 from .helpers import base_config, hermetic, searxng_engine
@@ -153,7 +153,7 @@ def test_url_credentials_beside_an_authorization_header_are_an_error(header) -> 
     cfg = base_config(f"http://{USER}:{ENCODED}@127.0.0.1:9/v1")
     cfg["providers"]["local"]["headers"] = {header: "Bearer sk-other"}
     with pytest.raises(cfgmod.ConfigError) as e:
-        cfgmod.build(cfg, env={}, engine_kinds=ENGINE_KINDS)
+        cfgmod.build(cfg, env={}, plugins=PLUGINS)
     assert e.value.errors == ["providers.local.baseURL: credentials in the URL and an authorization header: keep one"]
     no_leak(str(e.value))
 
@@ -166,7 +166,7 @@ def test_url_credentials_beside_an_authorization_header_are_an_error(header) -> 
     ("http://h/v1?x=a@b", "http://h/v1?x=a@b", None),  # an '@' after the authority is no credential
 ])
 def test_url_credentials_are_decoded_and_removed(url, bare, credentials) -> None:
-    cfg = cfgmod.build(base_config(url), env={}, engine_kinds=ENGINE_KINDS)
+    cfg = cfgmod.build(base_config(url), env={}, plugins=PLUGINS)
     p = cfg.providers["local"]
     assert p.base_url == bare and p.base_url + "/chat/completions" == bare + "/chat/completions"
     if credentials is None:
@@ -181,7 +181,7 @@ def test_url_credentials_are_decoded_and_removed(url, bare, credentials) -> None
 
 def test_env_expanded_url_credentials_are_taken_out_too() -> None:
     cfg = cfgmod.build(base_config("${MODEL_URL}"), env={"MODEL_URL": f"http://{USER}:{ENCODED}@10.0.0.5:8000/v1"},
-                       engine_kinds=ENGINE_KINDS)
+                       plugins=PLUGINS)
     p = cfg.providers["local"]
     assert p.base_url == "http://10.0.0.5:8000/v1" and p.headers == {"authorization": BASIC}
     assert p.base_url_env == ("MODEL_URL",)

@@ -1,7 +1,8 @@
 """What each self-hosted backend family really accepts and sends, and the one place that adapts to it.
 
-A family is a provider type (engines.json `providers.*.type`); each provider can override any
-quirk with `providers.*.quirks` (docs/backends.md lists them). `outbound()` shapes every chat
+A family is a provider type (engines.json `providers.*.type`) whose module in hub/backends/families/
+declares its quirks; each provider can override any quirk with `providers.*.quirks` (docs/backends.md
+lists them). `outbound()` shapes every chat
 request a backend receives (the client's, the Responses and Messages translations', and the
 search loop's own rounds), so no translator needs to know which family it talks to.
 """

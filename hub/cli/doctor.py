@@ -15,13 +15,9 @@ import httpx
 
 from .. import config as cfgmod
 from ..backends.openai_compat import chat_url
+from ..backends.registry import FAMILIES
 from ..config.settings import Provider, mask_url
 from ..upstream.http import make_client
-
-# llama.cpp's server answers whatever model name a request carries: its /models list proves nothing.
-_ANY_MODEL_TYPES = frozenset({"llamacpp"})
-_KINDS = {"ollama": "Ollama (`ollama serve`)", "llamacpp": "llama.cpp's llama-server", "vllm": "vLLM",
-          "lmstudio": "LM Studio's server", "sglang": "SGLang"}
 
 
 @dataclass
@@ -61,6 +57,7 @@ def _point_it(provider: Provider, path: str) -> str:
 async def probe_provider(client: httpx.AsyncClient, provider: Provider, wanted: list[str], path: str,
                          timeout_s: float) -> ProviderReport:
     url = mask_url(provider.base_url)
+    family = FAMILIES.get(provider.type)  # its module in hub/backends/families/ names it and says how it lists
     request = httpx.Request("GET", models_url(provider), headers=_headers(provider),
                             extensions={"timeout": httpx.Timeout(timeout_s).as_dict()})
     try:
@@ -68,7 +65,7 @@ async def probe_provider(client: httpx.AsyncClient, provider: Provider, wanted: 
         body = await asyncio.wait_for(resp.aread(), timeout_s)
     except (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError) as e:
         return ProviderReport(provider.id, url, False, f"cannot connect ({type(e).__name__})", [
-            f"start {_KINDS.get(provider.type, 'the model server')} at {url} (a local model: docs/backends.md)",
+            f"start {family.display if family else 'the model server'} at {url} (a local model: docs/backends.md)",
             _point_it(provider, path)])
     except (TimeoutError, httpx.TimeoutException):
         return ProviderReport(provider.id, url, False, f"no answer within {timeout_s:g} s",
@@ -88,7 +85,7 @@ async def probe_provider(client: httpx.AsyncClient, provider: Provider, wanted: 
     if models is None:
         return ProviderReport(provider.id, url, True, "answers (its /models is not a model list)")
     report = ProviderReport(provider.id, url, True, f"answers, serves {len(models)} model(s)", models=models)
-    if provider.type not in _ANY_MODEL_TYPES:
+    if not (family and family.any_model):  # e.g. llama.cpp's server: its /models list proves nothing
         for name in wanted:
             if name not in models and f"{name}:latest" not in models:
                 report.ok = False

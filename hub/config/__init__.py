@@ -1,10 +1,12 @@
 """engines.json -> a typed, validated Config. The bottom layer: it imports nothing else of the gateway.
 
-`settings` holds the typed model, `loader` reads, expands and checks a file, `engine_kinds`, `keys`,
+`settings` holds the typed model, `loader` reads, expands (`env`) and checks a file, `engine_kinds`, `keys`,
 `proxy`, `quirks` and `side_requests` the parts of the file that are compiled at load. Which search
-engines a file may name is passed to `load`/`parse`/`build` as `engine_kinds` (an EngineKinds)."""
+engines and backend families a file may name is passed to `load`/`parse`/`build` as `plugins` (a
+Plugins: hub/config/plugins.py)."""
 
 from .engine_kinds import EngineKind, EngineKinds
+from .env import env_names, expand_env, format_path
 from .loader import (
     BUILTIN_CONFIG,
     CONFIG_ENV,
@@ -13,9 +15,6 @@ from .loader import (
     ConfigError,
     ConfigLocation,
     build,
-    env_names,
-    expand_env,
-    format_path,
     load,
     locate,
     parse,
@@ -23,11 +22,12 @@ from .loader import (
     user_config_path,
     with_defaults,
 )
+from .plugins import Plugins
+from .quirks import BackendFamily, Quirks
 from .settings import (
     COMMERCIAL_TYPES,
     ROUTE_CLASSES,
     SEARCH_ROUTE,
-    SELF_HOSTED_TYPES,
     Config,
     EngineConfig,
     FetchOffer,
@@ -49,8 +49,9 @@ from .settings import (
 
 __all__ = [
     "BUILTIN_CONFIG", "COMMERCIAL_TYPES", "CONFIG_ENV", "CONFIG_NAME", "ROUTE_CLASSES", "SCHEMA_PATH", "SEARCH_ROUTE",
-    "SELF_HOSTED_TYPES", "Config", "ConfigError", "ConfigLocation", "EngineConfig", "EngineKind", "EngineKinds",
-    "FetchOffer", "Limits", "Pool", "Provider", "ReadPages", "RouterConfig", "ServerConfig", "StrippedURL", "Target",
+    "BackendFamily", "Config", "ConfigError", "ConfigLocation", "EngineConfig", "EngineKind", "EngineKinds",
+    "FetchOffer", "Limits", "Plugins", "Pool", "Provider", "Quirks", "ReadPages", "RouterConfig", "ServerConfig",
+    "StrippedURL", "Target",
     "TelemetryConfig", "TraceConfig", "WebFetchConfig", "WebSearchConfig", "build", "env_names", "expand_env",
     "format_path", "load", "locate", "mask", "mask_url", "parse", "schema", "user_config_path", "with_defaults",
 ]

@@ -19,13 +19,15 @@ import jsonschema
 
 from ..config.keys import parse_keys
 from ..config.proxy import DIRECT, parse_proxy
+from ..config.quirks import BackendFamily
 from ..config.quirks import resolve as resolve_quirks
 from ..config.side_requests import compile_side_config
 from .engine_kinds import EngineKind, EngineKinds
+from .env import env_names, expand_env, format_path
+from .plugins import Plugins, unknown_names
 from .settings import (
     FIRST_TOKEN_TIMEOUT_MS,
     SEARCH_ROUTE,
-    SELF_HOSTED_TYPES,
     Config,
     EngineConfig,
     FetchOffer,
@@ -71,12 +73,17 @@ def _proxy(value: Any, where: str, errors: list[str]) -> str | None:
     return value
 
 
-def _first_token_timeout(p: dict) -> float:
+def _self_hosted(p: dict, families: Mapping[str, BackendFamily]) -> bool:
+    """`selfHosted` as written, else what the provider type's family declares (a commercial type: no)."""
+    family = families.get(p["type"])
+    return p.get("selfHosted", family is not None and family.self_hosted)
+
+
+def _first_token_timeout(p: dict, self_hosted: bool) -> float:
     """A provider's first-content deadline in seconds: `firstTokenTimeoutMs`, or the default for its
     kind (settings.FIRST_TOKEN_TIMEOUT_MS), never above its `timeoutMs` unless written so."""
     if "firstTokenTimeoutMs" in p:
         return p["firstTokenTimeoutMs"] / 1000
-    self_hosted = p.get("selfHosted", p["type"] in SELF_HOSTED_TYPES)
     default = FIRST_TOKEN_TIMEOUT_MS["self_hosted" if self_hosted else "commercial"]
     return min(default, p["timeoutMs"]) / 1000
 
@@ -109,56 +116,6 @@ def _url_credentials(url: str, where: str, api_key: str | None, headers: dict[st
     return bare, {**headers, "authorization": f"Basic {token}"}
 
 
-# ---------------------------------------------------------------- env expansion
-
-
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def format_path(parts: list[str | int] | tuple) -> str:
-    out = ""
-    for p in parts:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        else:
-            out += ("." if out else "") + str(p)
-    return out or "(root)"
-
-
-def expand_env(node: Any, env: dict[str, str], path: tuple = (), errors: list[str] | None = None) -> Any:
-    """Expand ${VAR} and ${VAR:-default} in every string; missing variables are collected as errors."""
-    if errors is None:
-        errors = []
-    if isinstance(node, str):
-        if "${" not in node:
-            return node
-
-        def sub(m: re.Match) -> str:
-            name, default = m.group(1), m.group(2)
-            value = env.get(name)
-            if value is None or (value == "" and default is not None):
-                if default is not None:
-                    return default
-                errors.append(f"{format_path(path)}: environment variable {name} is not set")
-                return ""
-            return value
-
-        return _VAR.sub(sub, node)
-    if isinstance(node, dict):
-        return {k: expand_env(v, env, (*path, k), errors) for k, v in node.items()}
-    if isinstance(node, list):
-        return [expand_env(v, env, (*path, i), errors) for i, v in enumerate(node)]
-    return node
-
-
-def env_names(text: Any) -> tuple[str, ...]:
-    """The environment variables a string of the config is written with (`${VAR}`, `${VAR:-default}`),
-    in order, each once: what an error can tell an operator to set."""
-    if not isinstance(text, str) or "${" not in text:
-        return ()
-    return tuple(dict.fromkeys(m.group(1) for m in _VAR.finditer(text)))
-
-
 # ---------------------------------------------------------------- loading
 
 
@@ -172,24 +129,24 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema())
 
 
-def load(path: str | os.PathLike, env: dict[str, str] | None = None, *, engine_kinds: EngineKinds) -> Config:
-    """The config file at `path`. `engine_kinds` are the search engines it may name, passed in by the
-    caller (hub/search/registry.py's ENGINE_KINDS): this layer imports nothing above it and lists none."""
+def load(path: str | os.PathLike, env: dict[str, str] | None = None, *, plugins: Plugins) -> Config:
+    """The config file at `path`. `plugins` are the search engines and backend families it may name,
+    passed in by the caller (hub/runtime.py's PLUGINS): this layer imports nothing above it and lists none."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError([f"cannot read {p}: {e.strerror or e}"]) from None
-    return parse(text, env=env, path=str(p), engine_kinds=engine_kinds)
+    return parse(text, env=env, path=str(p), plugins=plugins)
 
 
 def parse(text: str, env: dict[str, str] | None = None, path: str | None = None, *,
-          engine_kinds: EngineKinds) -> Config:
+          plugins: Plugins) -> Config:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
         raise ConfigError([f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"]) from None
-    cfg = build(raw, env=os.environ if env is None else env, path=path, engine_kinds=engine_kinds)
+    cfg = build(raw, env=os.environ if env is None else env, path=path, plugins=plugins)
     object.__setattr__(cfg, "raw_hash", hashlib.sha256(text.encode()).hexdigest()[:12])
     return cfg
 
@@ -275,14 +232,15 @@ def _resolved(sch: dict) -> dict:
     return schema()["$defs"][ref.rsplit("/", 1)[-1]] if ref else sch
 
 
-def build(raw: Any, env: dict[str, str], path: str | None = None, *, engine_kinds: EngineKinds) -> Config:
+def build(raw: Any, env: dict[str, str], path: str | None = None, *, plugins: Plugins) -> Config:
     if not isinstance(raw, dict):
         raise ConfigError(["(root): must be a JSON object"])
     env_errors: list[str] = []
     written = raw.get("providers")  # as written, before expansion: which variables each baseURL names
     as_written = raw
     raw = expand_env(raw, dict(env), (), env_errors)
-    found = _schema_errors(raw) + _engine_type_errors(raw, as_written, engine_kinds.api)
+    families = plugins.families
+    found = _schema_errors(raw) + unknown_names(raw, as_written, plugins)
     errors = env_errors + [text for _, text in sorted(found, key=lambda f: f[0])]
     if errors:
         raise ConfigError(errors)
@@ -309,6 +267,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None, *, engine_kind
         api_key = p.get("apiKey") or None
         base_url, headers = _url_credentials(p["baseURL"], f"providers.{pid}.baseURL", api_key,
                                              dict(p.get("headers", {})), errors)
+        self_hosted = _self_hosted(p, families)
         providers[pid] = Provider(
             id=pid,
             type=p["type"],
@@ -317,12 +276,12 @@ def build(raw: Any, env: dict[str, str], path: str | None = None, *, engine_kind
             headers=headers,
             timeout_s=p["timeoutMs"] / 1000,
             connect_timeout_s=p["connectTimeoutMs"] / 1000,
-            self_hosted=p.get("selfHosted", p["type"] in SELF_HOSTED_TYPES),
+            self_hosted=self_hosted,
             max_concurrency=p.get("maxConcurrency"),
             proxy=_proxy(p.get("proxy"), f"providers.{pid}.proxy", errors),
-            quirks=resolve_quirks(p["type"], p.get("quirks")),
+            quirks=resolve_quirks(p["type"], p.get("quirks"), families),
             base_url_env=env_names(as_written.get("baseURL")) if isinstance(as_written, dict) else (),
-            first_token_timeout_s=_first_token_timeout(p),
+            first_token_timeout_s=_first_token_timeout(p, self_hosted),
         )
 
     vr = raw["virtualrouter"]
@@ -351,7 +310,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None, *, engine_kind
         background_patterns=tuple(s.lower() for s in vr["backgroundModelPatterns"]),
     )
 
-    web_search = _build_web_search(raw["webSearch"], providers, routes, engine_kinds, errors)
+    web_search = _build_web_search(raw["webSearch"], providers, routes, plugins.engines, errors)
     web_fetch = _build_web_fetch(raw.get("webFetch", {}), providers, errors)
 
     aliases = raw.get("modelAliases", {})
@@ -416,31 +375,6 @@ def _read_pages(d: dict | None, base: ReadPages) -> ReadPages:
     return ReadPages(enabled=d.get("enabled", base.enabled), top=d.get("top", base.top),
                      timeout_s=d["timeoutMs"] / 1000 if "timeoutMs" in d else base.timeout_s,
                      max_chars=d.get("maxChars", base.max_chars))
-
-
-def _engine_entries(raw: Any) -> list:
-    ws = raw.get("webSearch") if isinstance(raw, dict) else None
-    entries = ws.get("engines") if isinstance(ws, dict) else None
-    return entries if isinstance(entries, list) else []
-
-
-def _engine_type_errors(raw: dict, as_written: dict, api: Mapping[str, EngineKind]) -> list[tuple[list[str], str]]:
-    """An API engine's `type` names an engine of the build (the schema only says it is a string),
-    reported with the schema's errors so one run shows them all. A type taken from the environment
-    is named by its variable, not its value (which could be anything, a key too)."""
-    written = _engine_entries(as_written)
-    errors = []
-    for i, e in enumerate(_engine_entries(raw)):
-        kind = e.get("type") if isinstance(e, dict) else None
-        if not isinstance(kind, str) or kind in api:
-            continue
-        source = written[i].get("type") if i < len(written) and isinstance(written[i], dict) else None
-        variables = env_names(source)
-        shown = f"'{kind}'" if not variables else "from " + ", ".join(f"${{{v}}}" for v in variables)
-        errors.append((["webSearch", "engines", str(i), "type"],
-                       f"webSearch.engines[{i}].type: unknown engine type {shown} "
-                       f"(known: {', '.join(sorted(api)) or 'none'})"))
-    return errors
 
 
 def _build_web_search(

@@ -1,8 +1,15 @@
-"""Each backend family's quirks and a provider's overrides of them, resolved at config load (hub/backends/quirks.py applies them)."""
+"""What a backend family accepts (Quirks) and a provider's overrides of it, resolved at config load
+(hub/backends/quirks.py applies them).
+
+The types only: each family module of hub/backends/families/ declares its BackendFamily (its name,
+its quirk defaults, whether it is self-hosted, how doctor names it), and hub/backends/registry.py
+collects them into the table the callers of the loader pass in (hub/config/plugins.py). So
+hub/config/ holds no list of families: a new family is one module in hub/backends/families/."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 # How a forced tool call is expressed: a named function choice, "required" (the only tool we leave
 # forcing is ours), or neither with a stronger instruction (servers that ignore tool_choice).
@@ -19,7 +26,7 @@ TEXT_TOOL_CALLS = ("server", "all", "off")
 class Quirks:
     """One family's behaviour; every field can be overridden per provider."""
 
-    family: str
+    family: str = ""  # the family's name, filled in by its BackendFamily
     null_content: bool = True  # an assistant message with `content: null` is accepted
     tool_choice_auto: bool = False  # tools are ignored unless tool_choice says "auto"
     forcing: str = "named"
@@ -31,27 +38,24 @@ class Quirks:
     stream_tools: bool = True  # tools with tool_choice "auto" can be streamed (else: asked whole, replayed)
 
 
-FAMILIES: dict[str, Quirks] = {
-    # vLLM: tool_choice "auto" needs --enable-auto-tool-choice on the server; named and "required"
-    # choices are enforced by guided decoding.
-    "vllm": Quirks("vllm"),
-    # Ollama's OpenAI endpoint ignores tool_choice and parallel_tool_calls.
-    "ollama": Quirks("ollama", forcing="instruction", parallel_tool_calls=False),
-    # llama-server and llama-cpp-python's server: the latter rejects `content: null` (a pydantic
-    # string) and ignores tools without an explicit tool_choice; its chatml-function-calling
-    # template drops role "tool" messages; it cannot stream an automatic tool choice. Named
-    # choices force a call through a grammar.
-    "llamacpp": Quirks("llamacpp", null_content=False, tool_choice_auto=True, parallel_tool_calls=False,
-                       tool_results="user", stream_tools=False),
-    # LM Studio: "required" is supported, a named choice is not.
-    "lmstudio": Quirks("lmstudio", null_content=False, forcing="required"),
-    # SGLang: named and "required" choices with --tool-call-parser.
-    "sglang": Quirks("sglang"),
-    "openai": Quirks("openai"),
-}
+@dataclass(frozen=True, slots=True)
+class BackendFamily:
+    """A kind of model server, declared by its module of hub/backends/families/ as `FAMILY`."""
+
+    name: str  # engines.json's provider `type`, and the `quirks.family` that starts from its quirks
+    display: str  # how `searchhub doctor` names the server to start ("vLLM", "llama.cpp's llama-server")
+    quirks: Quirks = field(default_factory=Quirks)  # what it accepts; its `family` is set to `name`
+    self_hosted: bool = True  # a provider of this type is self-hosted unless it says `selfHosted: false`
+    any_model: bool = False  # answers whatever model a request names: its /models list proves nothing
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "quirks", replace(self.quirks, family=self.name))
 
 
-_TYPE_FAMILY = {"openai-compatible": "openai", "anthropic": "openai", "gemini": "openai", "glm": "openai"}
+# The commercial APIs (settings.COMMERCIAL_TYPES) take OpenAI's Chat Completions as documented: every
+# default. `quirks.family: "openai"` names this table too.
+COMMERCIAL_FAMILY = "openai"
+COMMERCIAL_QUIRKS = Quirks(COMMERCIAL_FAMILY)
 
 
 # engines.json key -> (Quirks field, accepted values or a type)
@@ -68,14 +72,17 @@ _KEYS: dict[str, tuple[str, object]] = {
 }
 
 
-def family_of(provider_type: str) -> str:
-    return provider_type if provider_type in FAMILIES else _TYPE_FAMILY.get(provider_type, "openai")
+def quirk_families(families: Mapping[str, BackendFamily]) -> list[str]:
+    """The names `providers.*.quirks.family` may take: the build's families and the commercial table."""
+    return sorted({*families, COMMERCIAL_FAMILY})
 
 
-def resolve(provider_type: str, overrides: dict | None) -> Quirks:
-    """The family's quirks with a provider's engines.json overrides applied (already schema-checked)."""
+def resolve(provider_type: str, overrides: dict | None, families: Mapping[str, BackendFamily]) -> Quirks:
+    """The family's quirks with a provider's engines.json overrides applied (the loader has checked
+    the names against `families`); a commercial type starts from COMMERCIAL_QUIRKS."""
     overrides = overrides or {}
-    base = FAMILIES[overrides.get("family") or family_of(provider_type)]
+    family = families.get(overrides.get("family") or provider_type)
+    base = family.quirks if family else COMMERCIAL_QUIRKS
     changes = {}
     for key, (attr, _) in _KEYS.items():
         if key in overrides:

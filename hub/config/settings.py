@@ -9,11 +9,11 @@ from typing import Any
 
 from ..config.keys import ApiKey
 from ..config.proxy import USERINFO, mask_proxy
-from ..config.quirks import Quirks
-from ..config.quirks import resolve as resolve_quirks
+from ..config.quirks import COMMERCIAL_QUIRKS, Quirks
 from ..config.side_requests import SideConfig
 
-SELF_HOSTED_TYPES = frozenset({"vllm", "ollama", "llamacpp", "lmstudio", "sglang", "openai-compatible"})
+# The provider types that are hosted APIs. The self-hosted ones are the backend families, one module
+# each in hub/backends/families/, passed to the loader (hub/config/plugins.py).
 COMMERCIAL_TYPES = frozenset({"openai", "anthropic", "gemini", "glm", "dashscope", "moonshot", "perplexity"})
 ROUTE_CLASSES = ("longcontext", "thinking", "background")
 # A stream's first content within this (providers.X.firstTokenTimeoutMs when unset, never above
@@ -37,7 +37,7 @@ class Provider:
     self_hosted: bool
     max_concurrency: int | None
     proxy: str | None = field(repr=False)  # None: the environment's; "direct": none
-    quirks: Quirks = field(default_factory=lambda: resolve_quirks("openai", None))
+    quirks: Quirks = COMMERCIAL_QUIRKS
     base_url_env: tuple[str, ...] = ()  # the variables its baseURL was written with (`${VAR}`, `${VAR:-default}`)
     first_token_timeout_s: float | None = None  # a streamed attempt's first content within this; None: no deadline
 

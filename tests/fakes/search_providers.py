@@ -283,12 +283,12 @@ async def search_service(config: dict, store: Any = None, cooldowns: Any = None)
     from hub.config import parse
     from hub.routing.dispatch import Dispatcher, Gate
     from hub.routing.router import Cooldowns, Router
+    from hub.runtime import PLUGINS
     from hub.search import SearchService
-    from hub.search.registry import ENGINE_KINDS
     from hub.store.memory import MemoryStore
     from hub.upstream.http import make_client
 
-    cfg = parse(json.dumps(config), env={}, engine_kinds=ENGINE_KINDS)
+    cfg = parse(json.dumps(config), env={}, plugins=PLUGINS)
     client = make_client()
     router = Router(cfg, cooldowns or Cooldowns())
     service = SearchService(cfg, client, router, Dispatcher(client, router, Gate()), store or MemoryStore())

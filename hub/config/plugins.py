@@ -1,0 +1,91 @@
+"""What a build holds that engines.json may name, passed to the loader (`load`/`parse`/`build`) as one
+value by its callers: hub/runtime.py's load_config (serve, reload, CLI, workers) and the tests.
+hub/config/ imports nothing above it, so the tables are made where the plug-ins live:
+hub/search/registry.py (search engines) and hub/backends/registry.py (backend families). The schema
+only says these names are strings; `unknown_names` checks them against the tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engine_kinds import EngineKind, EngineKinds
+from .env import env_names
+from .quirks import BackendFamily, quirk_families
+from .settings import COMMERCIAL_TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class Plugins:
+    engines: EngineKinds = field(default_factory=EngineKinds)  # webSearch.engines[].type, a model engine's provider type
+    families: Mapping[str, BackendFamily] = field(default_factory=dict)  # providers.*.type, providers.*.quirks.family
+
+
+Found = list[tuple[list[str], str]]  # (JSON path, message), sorted with the schema's errors
+
+
+def unknown_names(raw: dict, as_written: dict, plugins: Plugins) -> Found:
+    """Each name of an engine or a family that `plugins` do not hold, reported with the schema's
+    errors so one run shows them all. `as_written` is the file before ${VAR} expansion."""
+    return _provider_type_errors(raw, as_written, plugins.families) + _engine_type_errors(
+        raw, as_written, plugins.engines.api)
+
+
+def _shown(value: str, as_written: Any) -> str:
+    """A name the file gave, for an error: quoted, or, when taken from the environment, named by its
+    variable, not its value (which could be anything, a key too)."""
+    variables = env_names(as_written)
+    return f"'{value}'" if not variables else "from " + ", ".join(f"${{{v}}}" for v in variables)
+
+
+def _engine_entries(raw: Any) -> list:
+    ws = raw.get("webSearch") if isinstance(raw, dict) else None
+    entries = ws.get("engines") if isinstance(ws, dict) else None
+    return entries if isinstance(entries, list) else []
+
+
+def _engine_type_errors(raw: dict, as_written: dict, api: Mapping[str, EngineKind]) -> Found:
+    """An API engine's `type` names an engine of the build."""
+    written = _engine_entries(as_written)
+    errors = []
+    for i, e in enumerate(_engine_entries(raw)):
+        kind = e.get("type") if isinstance(e, dict) else None
+        if not isinstance(kind, str) or kind in api:
+            continue
+        source = written[i].get("type") if i < len(written) and isinstance(written[i], dict) else None
+        errors.append((["webSearch", "engines", str(i), "type"],
+                       f"webSearch.engines[{i}].type: unknown engine type {_shown(kind, source)} "
+                       f"(known: {', '.join(sorted(api)) or 'none'})"))
+    return errors
+
+
+def _provider_type_errors(raw: dict, as_written: dict, families: Mapping[str, BackendFamily]) -> Found:
+    """A provider's `type` is a commercial type (settings.COMMERCIAL_TYPES) or a backend family of the
+    build, and its `quirks.family` a family's name or the commercial table (quirks.COMMERCIAL_FAMILY)."""
+    providers = raw.get("providers")
+    written = as_written.get("providers") if isinstance(as_written, dict) else None
+    if not isinstance(providers, dict):
+        return []
+    types = sorted({*COMMERCIAL_TYPES, *families})
+    quirks = quirk_families(families)
+    errors = []
+    for pid, p in providers.items():
+        if not isinstance(p, dict):
+            continue
+        w = written.get(pid) if isinstance(written, dict) else None
+        w = w if isinstance(w, dict) else {}
+        kind = p.get("type")
+        if isinstance(kind, str) and kind not in types:
+            errors.append((["providers", pid, "type"],
+                           f"providers.{pid}.type: unknown provider type {_shown(kind, w.get('type'))} "
+                           f"(known: {', '.join(types)})"))
+        q = p.get("quirks")
+        family = q.get("family") if isinstance(q, dict) else None
+        if isinstance(family, str) and family not in quirks:
+            wq = w.get("quirks")
+            source = wq.get("family") if isinstance(wq, dict) else None
+            errors.append((["providers", pid, "quirks", "family"],
+                           f"providers.{pid}.quirks.family: unknown backend family {_shown(family, source)} "
+                           f"(known: {', '.join(quirks)})"))
+    return errors
