@@ -30,7 +30,7 @@ from .search.metered import MeteredSearch, SearchBill
 from .search.registry import ENGINE_KINDS
 from .search.service import SearchService
 from .store import Store, open_store
-from .tools.registry import Parts
+from .tools.kind import Parts
 from .tools.registry import build as build_tools
 from .tools.search_execution import Summarizer
 from .turn.pipeline import Pipeline

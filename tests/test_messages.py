@@ -17,7 +17,7 @@ from hub.core.errors import BadRequest
 from hub.protocols.messages import MessagesStream, estimate_input_tokens, from_chat, to_chat
 from hub.search.base import Hit, SearchRequest, SearchResult
 from hub.tools.events import Keepalive, Outcome, ToolFinished, ToolStarted
-from hub.tools.web_search import SearchCall, decode_hit
+from hub.tools.kinds.web_search import SearchCall, decode_hit
 
 from .helpers import as_reads
 

@@ -20,7 +20,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from hub.protocols.responses import KEEPALIVE, ResponsesStream, to_chat
 from hub.search.base import Hit, SearchRequest, SearchResult
 from hub.tools.events import Keepalive, ToolFinished, ToolStarted
-from hub.tools.web_search import SearchCall
+from hub.tools.kinds.web_search import SearchCall
 
 from .helpers import as_reads
 

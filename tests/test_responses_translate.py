@@ -16,7 +16,7 @@ from hub.protocols.responses import custom_input, from_chat, items_to_messages, 
 from hub.search.base import Hit, SearchRequest, SearchResult
 from hub.tools.base import HostedSearch
 from hub.tools.events import Outcome
-from hub.tools.web_search import SearchCall
+from hub.tools.kinds.web_search import SearchCall
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 CODEX = sorted(FIXTURES.glob("*.json"))

@@ -1,5 +1,5 @@
-"""Server tools as plug-ins: a second tool is one module (tests/toy/clock.py) plus one registry line,
-and the loop, the guards and every encoder then serve it beside web_search, on the real wire."""
+"""Server tools as plug-ins: a second tool is one module (tests/toy/clock.py, its TOOL declaration put
+in the registry's table here; tests/test_tool_registry.py has it discovered), and the loop, the guards and every encoder then serve it beside web_search, on the real wire."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import pytest
 from hub.tools import registry
 
 from .helpers import base_config, searxng_engine
-from .toy.clock import Clock
+from .toy.clock import TOOL
 
 
 @pytest.fixture
 def with_clock(monkeypatch):
-    # the one registry line a new tool needs
-    monkeypatch.setitem(registry.TOOLS, "clock", lambda parts: Clock())
+    # what discovering its module in hub/tools/kinds/ would add to the table
+    monkeypatch.setitem(registry.TOOLS, "clock", TOOL)
 
 
 def clock_then_answer(body: dict) -> dict:

@@ -1,4 +1,4 @@
-"""hub/tools/arguments.py and hub/tools/web_search.py: the web_search schema, defensive argument
+"""hub/tools/arguments.py and hub/tools/kinds/web_search.py: the web_search schema, defensive argument
 parsing and argument repair."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hub.backends.normalize import ToolCallAssembler
 from hub.search.base import SearchRequest
 from hub.tools.arguments import ArgumentError, parse_arguments
-from hub.tools.web_search import MAX_COUNT, RECENCY, WEB_SEARCH, search_args, web_search_tool
+from hub.tools.kinds.web_search import MAX_COUNT, RECENCY, WEB_SEARCH, search_args, web_search_tool
 
 ENGINES = [("glm", "GLM 4.7, better for Chinese / domestic news"), ("google", "Gemini, global coverage")]
 

@@ -19,7 +19,7 @@ from hub.store.memory import MemoryStore
 from hub.tools import ArgumentError, HostedFetch, ToolRequest
 from hub.tools.base import HostedSearch
 from hub.tools.passages import MAX_CITED, excerpts, find, locate
-from hub.tools.web_fetch import WebFetch, fetch_args, replay, web_fetch_tool
+from hub.tools.kinds.web_fetch import WebFetch, fetch_args, replay, web_fetch_tool
 
 PAGE = ("The Kestrel Bridge reopened in March. Engineers replaced the girders with weathering steel. "
         "The new deck carries a protected cycle lane.")

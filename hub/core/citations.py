@@ -24,7 +24,7 @@ class Source:
 
 def sources_from_content(content: str) -> list[Source]:
     """Recover the numbered sources of a tool message written by hub/search/render.py or a fetched
-    page's (hub/tools/web_fetch.py), for spliced history."""
+    page's (hub/tools/kinds/web_fetch.py), for spliced history."""
     try:
         payload = msgspec.json.decode(content)
     except msgspec.DecodeError:

@@ -1,6 +1,6 @@
 """A fetched page as the model reads it: compact JSON, marked as untrusted third-party text the
 same way search results are (hub/core/citations.py). The one rendering: the web_fetch tool
-(hub/tools/web_fetch.py) passes the source number and the text it cut or filtered."""
+(hub/tools/kinds/web_fetch.py) passes the source number and the text it cut or filtered."""
 
 from __future__ import annotations
 

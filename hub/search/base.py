@@ -48,7 +48,7 @@ class PageRead:
 
 class SearchRequest(msgspec.Struct, frozen=True):
     """A search someone asked for, whatever door it came in by: a model's web_search call (repaired into
-    it by hub/tools/web_search.py `search_args`), the body of POST /v1/search (decoded into it), an MCP
+    it by hub/tools/kinds/web_search.py `search_args`), the body of POST /v1/search (decoded into it), an MCP
     call, the CLI, Codex's and Ollama's searches. SearchService.search checks it, resolves its engine
     and fills in its count; an engine receives it so."""
 

@@ -1,6 +1,7 @@
 """The server-tool interface: a tool the gateway runs itself, between two model rounds.
 
-A server tool is one module in this package and one line in `registry.py`. It has
+A server tool is one module of `kinds/` declaring `TOOL = ToolKind(...)` (`kind.py`), found by
+`registry.py`. It has
 
 - a `name` (the chat function name the model calls; configurable, e.g. `webSearch.toolName`) and a
   `schema(request)`: the chat function tool offered to the model, built at config load;

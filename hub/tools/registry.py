@@ -1,41 +1,64 @@
-"""The server tools of a config: one line per tool kind. Adding a tool is one module in this package
-and one entry in TOOLS."""
+"""Server tool name -> its declaration, found in hub/tools/kinds/: adding a tool is adding one module
+there.
+
+Each module declares its name and how one config's tool is built from the runtime's parts
+(hub/tools/kind.py's ToolKind and Parts):
+
+    TOOL = ToolKind("web_fetch", build=_build, order=10)   # _build(parts) -> WebFetch | None
+
+hub/runtime.py builds a config's tools from TOOLS (`build`). Modules whose name starts with "_" are
+helpers and declare nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import importlib
+import pkgutil
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 
-import httpx
-
-from ..access.budget import Budget
-from ..config.settings import Config
-from ..fetcher import Fetcher, UrlPolicy
-from ..fetcher.reading import PageReader
-from ..search.service import SearchService
+from . import kinds as kinds_package
 from .base import ServerTool
-from .web_fetch import WebFetch
-from .web_search import WebSearch
+from .kind import Parts, ToolKind
+from .kinds.web_search import WebSearch
 
 
 @dataclass(frozen=True, slots=True)
-class Parts:
-    """What a tool may be built from: the config and the shared services."""
+class Catalog:
+    """The server tool kinds of one package."""
 
-    config: Config
-    client: httpx.AsyncClient
-    search: SearchService
-    budget: Budget | None = None  # per-key search budgets and cost (hub/access/budget.py)
-    fetch: tuple[Fetcher, UrlPolicy] | None = None  # the fetcher and the operator's URL policy (webFetch)
-    reader: PageReader | None = None  # reads the top result pages of a search (webSearch.readPages)
+    tools: dict[str, ToolKind]  # by name, in the order they are offered (ToolKind.order, then name)
+    modules: dict[str, ToolKind]  # module name -> the kind it declares
 
 
-# kind -> how to build it (None: not configured)
-TOOLS: dict[str, Callable[[Parts], ServerTool | None]] = {
-    "web_search": lambda parts: WebSearch(parts.config.web_search, parts.search, parts.budget, parts.reader),
-    "web_fetch": lambda parts: (WebFetch(parts.config.web_fetch, *parts.fetch, parts.budget)
-                                if parts.fetch and parts.config.web_fetch.enabled else None),
-}
+def discover(package: ModuleType) -> Catalog:
+    """Import every module of `package` and collect the kind each declares as TOOL. A module that
+    declares none or a name declared twice is a bug: ValueError."""
+    found: dict[str, ToolKind] = {}
+    modules: dict[str, ToolKind] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        where = f"{package.__name__}.{info.name}"
+        kind = getattr(importlib.import_module(where), "TOOL", None)
+        if not isinstance(kind, ToolKind):
+            raise ValueError(f"{where} declares no server tool: give it TOOL = ToolKind(...) "
+                             "(hub/tools/registry.py), or start the module's name with '_'")
+        if not isinstance(kind.name, str) or not kind.name:
+            raise ValueError(f"{where}.TOOL: its name must be a non-empty string")
+        if not callable(kind.build):
+            raise ValueError(f"{where}.TOOL: build must be a callable taking the runtime's Parts")
+        if kind.name in found:
+            other = next(m for m, k in modules.items() if k is found[kind.name])
+            raise ValueError(f"{where}.TOOL: '{kind.name}' is already {package.__name__}.{other}.TOOL")
+        found[kind.name] = kind
+        modules[info.name] = kind
+    ordered = sorted(found.values(), key=lambda k: (k.order, k.name))
+    return Catalog({k.name: k for k in ordered}, modules)
+
+
+CATALOG = discover(kinds_package)
+TOOLS: dict[str, ToolKind] = CATALOG.tools  # what hub/runtime.py builds a config's tools from
 
 
 class ServerTools:
@@ -44,6 +67,7 @@ class ServerTools:
     def __init__(self, tools: list[ServerTool]) -> None:
         self._by_name = {t.name: t for t in tools}
         self._by_hosted = {t.call_type.HOSTED.anthropic_name: t for t in tools}
+        # the search tool, for the Messages search execution (hub/tools/search_execution.py)
         self.search: WebSearch | None = next((t for t in tools if isinstance(t, WebSearch)), None)
         # Anthropic server tool name -> (chat function name, replay), for the Messages translator
         self.replays = {hosted: (t.name, t.replay) for hosted, t in self._by_hosted.items()}
@@ -66,5 +90,7 @@ class ServerTools:
         return frozenset(self._by_name)
 
 
-def build(parts: Parts) -> ServerTools:
-    return ServerTools([t for make in TOOLS.values() if (t := make(parts)) is not None])
+def build(parts: Parts, kinds: Mapping[str, ToolKind] | None = None) -> ServerTools:
+    """One config's tools: each kind of `kinds` (TOOLS unless given) that its config enables."""
+    table = TOOLS if kinds is None else kinds
+    return ServerTools([t for kind in table.values() if (t := kind.build(parts)) is not None])

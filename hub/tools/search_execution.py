@@ -24,7 +24,7 @@ from ..search.base import INVALID_TOOL_INPUT, SearchRequest, failure
 from .base import HostedSearch, ToolRequest
 from .events import Options, Outcome, ToolFinished, ToolStarted, chunks_in
 from .keepalive import Feed, with_keepalive
-from .web_search import SearchCall, WebSearch
+from .kinds.web_search import SearchCall, WebSearch
 
 log = logging.getLogger("searchhub.claude_code")
 SUMMARY_MAX_TOKENS = 2048

@@ -1,5 +1,6 @@
-"""A toy server tool, written the way a new hub/tools/ module would be: it proves that adding a tool
-is one module plus one line in hub/tools/registry.py (tests/test_server_tools.py adds that line).
+"""A toy server tool, written the way a new module of hub/tools/kinds/ would be, declaration (TOOL)
+included: tests/test_server_tools.py puts its TOOL in the registry's table, tests/test_tool_registry.py
+has the registry discover it from a package of its own.
 
 `clock` tells the time in a city; its calls show as a page opened (Responses `open_page`) and as
 Anthropic `web_fetch` blocks, counted in `web_fetch_requests`."""
@@ -13,6 +14,7 @@ from hub.core.citations import Source
 from hub.search.render import error_text
 from hub.tools.arguments import ArgumentError, message, parse_arguments
 from hub.tools.base import Hosted, Rendered, ToolCall, ToolRequest
+from hub.tools.kind import Parts, ToolKind
 
 HOSTED = Hosted(action="open_page", anthropic_name="web_fetch", anthropic_result="web_fetch_tool_result",
                 usage_key="web_fetch_requests")
@@ -105,3 +107,10 @@ class Clock:
     def replay(self, shown_input: dict, content: Any) -> tuple[dict, str]:
         url = shown_input.get("url") if isinstance(shown_input.get("url"), str) else ""
         return {"city": url.rsplit("/", 1)[-1]}, "replayed clock result"
+
+
+def _build(parts: Parts) -> Clock:
+    return Clock()
+
+
+TOOL = ToolKind("clock", build=_build)

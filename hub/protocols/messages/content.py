@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-from ...tools import web_search
+from ...tools.kinds import web_search
 from .wire import (
     Base64Source,
     Block,

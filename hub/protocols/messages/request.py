@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from ...tools.base import HostedFetch, HostedSearch
-from ...tools.web_fetch import SourcedFetch, ToolFilter, UrlSources
+from ...tools.kinds.web_fetch import SourcedFetch, ToolFilter, UrlSources
 from . import wire
 from .content import DEFAULT_REPLAYS, Replays, chat_messages, loaded_tools
 from .wire import CustomTool, MessagesRequest, WebFetchTool, WebSearchTool, decode_request
@@ -94,7 +94,7 @@ def _hosted(tool: WebSearchTool) -> HostedSearch:
 
 def _hosted_fetch(tool: WebFetchTool, origins: dict) -> HostedFetch:
     """A web_fetch_* server tool (every version: the later ones add `use_cache`; `url_sources` narrows
-    where fetchable URLs may come from, hub/tools/web_fetch.py UrlSources)."""
+    where fetchable URLs may come from, hub/tools/kinds/web_fetch.py UrlSources)."""
     fields = dict(
         allowed_domains=_domains(tool.allowed_domains), blocked_domains=_domains(tool.blocked_domains),
         max_uses=tool.max_uses, citations=tool.citations is not None and tool.citations.enabled is True,

@@ -211,7 +211,7 @@ class ResultSource(msgspec.Struct):
 
 
 class UrlSources(msgspec.Struct):
-    """Where a web_fetch tool's URLs may come from (hub/tools/web_fetch.py UrlSources)."""
+    """Where a web_fetch tool's URLs may come from (hub/tools/kinds/web_fetch.py UrlSources)."""
 
     user_input: Literal["all", "none"] | InputSource | None = None
     server_tool_results: Literal["all", "none"] | ResultSource | None = None

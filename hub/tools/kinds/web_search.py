@@ -17,17 +17,18 @@ from typing import Any, ClassVar
 
 from msgspec.structs import replace
 
-from ..access.budget import Budget
-from ..config.settings import WebSearchConfig
-from ..fetcher.reading import PageReader
-from ..observability import metrics
-from ..observability.trace import PageVisit
-from ..search import render
-from ..search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchRequest, SearchResult, failure
-from ..search.metered import MeteredSearch
-from ..search.service import SearchService
-from .arguments import ArgumentError, dumps, message, parse_arguments
-from .base import Hosted, Rendered, ToolCall, ToolRequest
+from ...access.budget import Budget
+from ...config.settings import WebSearchConfig
+from ...fetcher.reading import PageReader
+from ...observability import metrics
+from ...observability.trace import PageVisit
+from ...search import render
+from ...search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchRequest, SearchResult, failure
+from ...search.metered import MeteredSearch
+from ...search.service import SearchService
+from ..arguments import ArgumentError, dumps, message, parse_arguments
+from ..base import Hosted, Rendered, ToolCall, ToolRequest
+from ..kind import Parts, ToolKind
 
 log = logging.getLogger("searchhub.tools")
 WEB_SEARCH = "web_search"
@@ -451,3 +452,10 @@ def record_selection(search: SearchService, engine: str | None, result: SearchRe
         source = "fallback"
     metrics.child(metrics.ENGINE_SELECTIONS, answered or "none", source).inc()
     return source
+
+
+def _build(parts: Parts) -> WebSearch:
+    return WebSearch(parts.config.web_search, parts.search, parts.budget, parts.reader)
+
+
+TOOL = ToolKind(WEB_SEARCH, build=_build, order=0)

@@ -14,18 +14,19 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from ..access.budget import Budget
-from ..config.keys import ANONYMOUS
-from ..config.settings import WebFetchConfig
-from ..core.citations import Source
-from ..fetcher import Fetcher, FetchResult, UrlPolicy, normalize, redact, tool_content
-from ..fetcher.content import UNTRUSTED_NOTE
-from ..fetcher.result import MAX_USES_EXCEEDED, TOO_MANY_REQUESTS, failure
-from ..observability import metrics
-from ..search.sanitize import truncate
-from . import passages
-from .arguments import ArgumentError, dumps, parse_arguments
-from .base import Hosted, HostedFetch, Rendered, ToolCall, ToolRequest
+from ...access.budget import Budget
+from ...config.keys import ANONYMOUS
+from ...config.settings import WebFetchConfig
+from ...core.citations import Source
+from ...fetcher import Fetcher, FetchResult, UrlPolicy, normalize, redact, tool_content
+from ...fetcher.content import UNTRUSTED_NOTE
+from ...fetcher.result import MAX_USES_EXCEEDED, TOO_MANY_REQUESTS, failure
+from ...observability import metrics
+from ...search.sanitize import truncate
+from .. import passages
+from ..arguments import ArgumentError, dumps, parse_arguments
+from ..base import Hosted, HostedFetch, Rendered, ToolCall, ToolRequest
+from ..kind import Parts, ToolKind
 
 log = logging.getLogger("searchhub.tools")
 WEB_FETCH = "web_fetch"
@@ -423,3 +424,13 @@ def _document_text(source: object) -> str:
     if kind == "url" and isinstance(source.get("url"), str):
         return f"[document at {source['url']}]"
     return ""
+
+
+def _build(parts: Parts) -> WebFetch | None:
+    """Only with webFetch enabled and the fetcher built (hub/runtime.py)."""
+    if parts.fetch is None or not parts.config.web_fetch.enabled:
+        return None
+    return WebFetch(parts.config.web_fetch, *parts.fetch, parts.budget)
+
+
+TOOL = ToolKind(WEB_FETCH, build=_build, order=10)

@@ -1,0 +1,151 @@
+"""A server tool is one module of hub/tools/kinds/: the registry finds its declaration there (TOOL, a
+hub/tools/kind.py ToolKind), and hub/runtime.py builds a config's tools from what the registry found,
+naming none of them."""
+
+from __future__ import annotations
+
+import importlib
+import textwrap
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hub.tools import registry
+from hub.tools.registry import CATALOG, TOOLS, discover
+
+from .helpers import ROOT, base_config, searxng_engine
+
+KINDS_DIR = ROOT / "hub" / "tools" / "kinds"
+
+# A new tool, as its module would be written in hub/tools/kinds/: the toy clock's classes
+# (tests/toy/clock.py), built from the runtime's parts, with a helper module beside it.
+CLOCK = """
+    from hub.tools.kind import Parts, ToolKind
+    from tests.toy.clock import Clock
+
+    from ._names import NAME
+
+
+    def _build(parts: Parts) -> Clock | None:
+        # built only where the config has search engines: a build reads what it needs from the parts
+        return Clock(NAME) if parts.config.web_search.engines else None
+
+
+    TOOL = ToolKind(NAME, build=_build)
+"""
+
+
+def _package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, str]):
+    """A throwaway tools package on sys.path holding `modules` (name -> source)."""
+    name = f"tools_{uuid.uuid4().hex}"
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text("")
+    for module, source in modules.items():
+        (tmp_path / name / f"{module}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module(name)
+
+
+def _new_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    return discover(_package(tmp_path, monkeypatch, {"clock": CLOCK, "_names": 'NAME = "clock"\n'}))
+
+
+# ---------------------------------------------------------------- the repository's tools
+
+
+def test_every_tool_module_declares_its_tool():
+    """Each module of hub/tools/kinds/ (read from the folder, not from the registry) gives the table
+    one tool; web_search is offered before web_fetch, as it always was."""
+    on_disk = {p.stem for p in KINDS_DIR.glob("*.py") if not p.stem.startswith("_")}
+    assert on_disk and set(CATALOG.modules) == on_disk
+    assert set(TOOLS) == {kind.name for kind in CATALOG.modules.values()}
+    for module, kind in CATALOG.modules.items():
+        assert importlib.import_module(f"hub.tools.kinds.{module}").TOOL is kind
+    assert list(TOOLS) == ["web_search", "web_fetch"]
+
+
+def test_the_runtime_names_no_tool():
+    """hub/runtime.py builds the tools from the registry's table: it imports no tool module."""
+    source = (ROOT / "hub" / "runtime.py").read_text()
+    assert "kinds" not in source and "WebSearch(" not in source and "WebFetch(" not in source
+
+
+# ---------------------------------------------------------------- a new tool: one module, nothing else
+
+
+def test_a_new_tool_module_is_found(tmp_path, monkeypatch):
+    catalog = _new_tools(tmp_path, monkeypatch)
+    assert list(catalog.tools) == ["clock"] and list(catalog.modules) == ["clock"]
+    assert "clock" not in TOOLS
+
+
+def test_a_new_tool_is_offered_run_and_cited_over_http(tmp_path, monkeypatch, gateway, fake_model, search_fakes):
+    """Over HTTP: with the discovered tool in the table the runtime builds from, the model is offered it
+    beside web_search, its call runs and the answer cites its result."""
+    catalog = _new_tools(tmp_path, monkeypatch)
+    monkeypatch.setattr(registry, "TOOLS", {**TOOLS, **catalog.tools})
+    cfg = base_config(fake_model.url)
+    cfg["webSearch"] = {"engines": [searxng_engine(search_fakes, default=True)], "injectPolicy": "always",
+                        "cacheTtlMs": 0}
+    cfg["webFetch"] = {"enabled": False}
+    gw = gateway(cfg)
+
+    def clock_then_answer(body: dict) -> dict:
+        if body["messages"][-1]["role"] == "tool":
+            return {"content": "It is noon in Paris [1]."}
+        return {"tool_calls": [{"name": "clock", "arguments": {"city": "Paris"}}]}
+
+    fake_model.default = clock_then_answer
+    r = httpx.post(gw.url + "/v1/chat/completions", timeout=30, json={
+        "model": "default", "messages": [{"role": "user", "content": "what time is it in Paris?"}]})
+    assert r.status_code == 200, r.text
+    msg = r.json()["choices"][0]["message"]
+    assert msg["content"] == "It is noon in Paris [1]."
+    assert msg["annotations"][0]["url_citation"]["url"] == "https://clock.test/paris"
+    first, second = fake_model.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["web_search", "clock"]
+    assert second["messages"][-1]["content"] == "[1] It is 12:00 in paris."
+
+
+def test_a_tool_whose_build_declines_is_left_out(tmp_path, monkeypatch, gateway, fake_model):
+    """The new tool's build returns None without search engines: the model gets no tools at all."""
+    catalog = _new_tools(tmp_path, monkeypatch)
+    monkeypatch.setattr(registry, "TOOLS", {**TOOLS, **catalog.tools})
+    cfg = base_config(fake_model.url)
+    cfg["webSearch"] = {"engines": [], "injectPolicy": "always"}
+    gw = gateway(cfg)
+    r = httpx.post(gw.url + "/v1/chat/completions", timeout=30, json={
+        "model": "default", "messages": [{"role": "user", "content": "what time is it in Paris?"}]})
+    assert r.status_code == 200, r.text
+    assert "tools" not in fake_model.requests[0]
+
+
+# ---------------------------------------------------------------- what the registry refuses
+
+
+def test_a_module_that_declares_no_tool_is_a_bug(tmp_path, monkeypatch):
+    package = _package(tmp_path, monkeypatch, {"empty": "X = 1\n"})
+    with pytest.raises(ValueError, match=r"\.empty declares no server tool"):
+        discover(package)
+
+
+def test_two_modules_claiming_one_name_is_a_bug(tmp_path, monkeypatch):
+    package = _package(tmp_path, monkeypatch, {"_names": 'NAME = "clock"\n', "clock": CLOCK, "clock2": CLOCK})
+    with pytest.raises(ValueError, match=r"\.clock2\.TOOL: 'clock' is already .*\.clock\.TOOL"):
+        discover(package)
+
+
+def test_a_declaration_needs_a_name(tmp_path, monkeypatch):
+    package = _package(tmp_path, monkeypatch, {"nameless": (
+        "from hub.tools.kind import ToolKind\n\nTOOL = ToolKind('', build=lambda parts: None)\n")})
+    with pytest.raises(ValueError, match=r"\.nameless\.TOOL: its name must be a non-empty string"):
+        discover(package)
+
+
+def test_tools_are_offered_by_their_order_then_name(tmp_path, monkeypatch):
+    declare = "from hub.tools.kind import ToolKind\n\nTOOL = ToolKind({!r}, build=lambda parts: None{})\n"
+    package = _package(tmp_path, monkeypatch, {"m1": declare.format("b", ""), "m2": declare.format("a", ", order=100"),
+                                               "m3": declare.format("z", ", order=1")})
+    assert list(discover(package).tools) == ["z", "a", "b"]
