@@ -205,16 +205,17 @@ async def _create(request: Request, rt: Runtime, body: dict) -> Response:
     chat["model"] = model
     input_tokens = estimate_input_tokens(body)
     opts = options(request, body)
-    opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
+    opts.hosted = ctx.hosted
     if ctx.force_search and opts.force_search is None:
         opts.force_search = opts.force_call = True
     if ctx.withheld and not ctx.server_tools and opts.force_search is None:
         opts.force_search = False  # its server tools are for code execution only: the model searches not
-    query = search_execution_query(decoded) if ctx.hosted is not None else None
+    search = ctx.hosted.get("web_search")  # Claude Code's search side call offers only the hosted search
+    query = search_execution_query(decoded) if search is not None else None
     if query is not None:
         if rt.tools.search is None:
             raise Unavailable("no web search is configured", code="search_unavailable")
-        execution = SearchExecution(rt.tools.search, rt.config.web_search, rt.summarizer, query, ctx.hosted,
+        execution = SearchExecution(rt.tools.search, rt.config.web_search, rt.summarizer, query, search,
                                     model=model, opts=opts, input_tokens=input_tokens)
         if ctx.stream:
             return _sse(execution.stream(), ctx, input_tokens)

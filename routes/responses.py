@@ -127,7 +127,7 @@ async def _create(request: Request, rt: Runtime, body: dict) -> Response:
     decoded = await stored_responses.resolve_references(rt.store, decoded, rt.config.responses_ttl_s)
     chat, ctx = translate(decoded, history=history)
     opts = options(request, body)
-    opts.hosted, opts.hosted_fetch = ctx.hosted, ctx.hosted_fetch
+    opts.hosted = ctx.hosted
     if opts.force_search is None and ctx.force_search:
         opts.force_search = True
         opts.force_call = True

@@ -36,7 +36,7 @@ def test_selective_follows_intent_and_the_sticky_chain() -> None:
 def test_commercial_backends_only_with_hosted_search() -> None:
     ws, _, commercial = config(injectPolicy="always")
     assert not decide(ws, commercial, ask("hi")).inject
-    assert decide(ws, commercial, ask("hi", hosted=HostedSearch())).inject
+    assert decide(ws, commercial, ask("hi", hosted={"web_search": HostedSearch()})).inject
 
 
 def test_overrides_policies_and_client_tools() -> None:

@@ -74,7 +74,7 @@ def test_consecutive_errors_stop_the_loop() -> None:
 
 
 def test_max_uses_refuses_the_extra_calls_and_shows_them() -> None:
-    state = LoopState(limits(), ToolRequest(hosted=HostedSearch(max_uses=1)))
+    state = LoopState(limits(), ToolRequest(hosted={"web_search": HostedSearch(max_uses=1)}))
     events: list = []
     out = run(state, call("paris"), call("tokyo", "c2"), events=events)
     assert out[0]["content"].startswith("[1]") and "max_uses_exceeded" in out[1]["content"]

@@ -197,13 +197,15 @@ def test_server_tool_becomes_hosted_search() -> None:
     assert chat["tools"] == [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"},
                                                                "description": "Weather."}}]
     assert "tool_choice" not in chat  # the gateway's own loop forces the search
-    assert ctx.hosted.max_uses == 3 and ctx.hosted.allowed_domains == ("a.test",)
-    assert ctx.hosted.user_location == {"city": "Paris", "country": "FR"}
+    assert list(ctx.hosted) == ["web_search"] and ctx.force_search
+    search = ctx.hosted["web_search"]
+    assert search.max_uses == 3 and search.allowed_domains == ("a.test",)
+    assert search.user_location == {"city": "Paris", "country": "FR"}
 
 
 def test_client_web_search_tool_stays_a_function() -> None:
     chat, ctx = to_chat(req(tools=[{"name": "web_search", "input_schema": {"type": "object"}}]))
-    assert chat["tools"][0]["function"]["name"] == "web_search" and ctx.hosted is None
+    assert chat["tools"][0]["function"]["name"] == "web_search" and ctx.hosted == {}
 
 
 @pytest.mark.parametrize(("choice", "expected"), [

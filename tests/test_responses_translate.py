@@ -14,7 +14,7 @@ from openai.types.responses import Response
 from hub.core.errors import BadRequest
 from hub.protocols.responses import custom_input, from_chat, items_to_messages, to_chat
 from hub.search.base import Hit, SearchRequest, SearchResult
-from hub.tools.base import HostedSearch
+from hub.tools.base import HostedFetch, HostedSearch
 from hub.tools.events import Outcome
 from hub.tools.kinds.web_search import SearchCall
 
@@ -69,7 +69,7 @@ def test_codex_classic_tools_hosted_search_and_tool_search() -> None:
     assert "*** Begin Patch" in patch["description"] and "lark grammar" in patch["description"]
     assert ctx.tools["apply_patch"].kind == "custom"
     # web_search became the hosted-search offer; tool_search was dropped with a reason
-    assert ctx.hosted == HostedSearch()
+    assert ctx.hosted == {"web_search": HostedSearch(), "web_fetch": HostedFetch()}
     assert any("tool_search" in reason for reason in ctx.dropped)
     assert chat["reasoning_effort"] == "medium"
 
@@ -80,7 +80,7 @@ def test_codex_namespaces_are_flattened_and_remembered() -> None:
     assert ctx.tools["spawn_agent"].namespace == "multi_agent_v1"
     assert ctx.tools["exec_command"].namespace is None
     # external_web_access: false still offers search (the gateway has no cache-only mode)
-    assert ctx.hosted is not None
+    assert "web_search" in ctx.hosted
 
 
 def test_codex_additional_tools_and_custom_tool_round() -> None:
@@ -88,7 +88,7 @@ def test_codex_additional_tools_and_custom_tool_round() -> None:
     assert "tools" not in codex_body("default-code-mode-001")
     assert names(chat)[:2] == ["exec", "wait"] and "followup_task" in names(chat)
     assert ctx.tools["exec"].kind == "custom" and ctx.tools["exec"].namespace == "functions"
-    assert ctx.hosted is None and chat["reasoning_effort"] == "low"
+    assert ctx.hosted == {} and chat["reasoning_effort"] == "low"
 
     chat, ctx = to_chat(codex_body("default-code-mode-002"))
     call_msg, tool_msg = chat["messages"][-2:]
@@ -213,10 +213,13 @@ def test_hosted_search_options() -> None:
     _, ctx = to_chat({"model": "m", "input": "x", "max_tool_calls": 3, "tools": [{
         "type": "web_search", "search_context_size": "high", "filters": {"allowed_domains": ["rust-lang.org"]},
         "user_location": {"type": "approximate", "country": "US", "city": "SF"}, "external_web_access": False}]})
-    assert ctx.hosted == HostedSearch(allowed_domains=("rust-lang.org",), max_uses=3,
-                                      user_location={"country": "US", "city": "SF"}, context_size="high")
+    assert ctx.hosted == {
+        "web_search": HostedSearch(allowed_domains=("rust-lang.org",), max_uses=3,
+                                   user_location={"country": "US", "city": "SF"}, context_size="high"),
+        # its calls may open pages: the same filters and cap
+        "web_fetch": HostedFetch(allowed_domains=("rust-lang.org",), max_uses=3)}
     _, ctx = to_chat({"model": "m", "input": "x", "tools": [{"type": "web_search_preview"}]})
-    assert ctx.hosted == HostedSearch()
+    assert ctx.hosted == {"web_search": HostedSearch(), "web_fetch": HostedFetch()}
 
 
 def test_tool_choice_mapping() -> None:
@@ -228,10 +231,10 @@ def test_tool_choice_mapping() -> None:
     chat, ctx = to_chat({"model": "m", "input": "x", "tools": tools, "tool_choice": {"type": "web_search"}})
     assert "tool_choice" not in chat and ctx.force_search is True
     chat, ctx = to_chat({"model": "m", "input": "x", "tools": tools, "tool_choice": "none"})
-    assert chat["tool_choice"] == "none" and ctx.hosted is None
+    assert chat["tool_choice"] == "none" and ctx.hosted == {}
     chat, ctx = to_chat({"model": "m", "input": "x", "tools": tools, "tool_choice": {
         "type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "f"}]}})
-    assert names(chat) == ["f"] and chat["tool_choice"] == "required" and ctx.hosted is None
+    assert names(chat) == ["f"] and chat["tool_choice"] == "required" and ctx.hosted == {}
     chat, ctx = to_chat({"model": "m", "input": "x", "tools": [{"type": "web_search"}], "tool_choice": "required"})
     assert "tool_choice" not in chat and ctx.force_search is True
     with pytest.raises(BadRequest) as e:

@@ -37,6 +37,52 @@ CLOCK = """
 """
 
 
+# A new tool with a hosted form of its own: Anthropic clients offer it as a `clock_*` server tool, its
+# calls show as `clock` blocks and count in `usage.server_tool_use.clock_requests`.
+HOSTED_CLOCK = """
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from hub.tools.base import Hosted, ToolRequest
+    from hub.tools.kind import MESSAGES, Offering, Parts, Reading, ToolKind
+    from tests.toy.clock import Clock, ClockCall
+
+    HOSTED = Hosted(action="open_page", anthropic_name="clock", anthropic_result="clock_tool_result",
+                    usage_key="clock_requests")
+
+
+    @dataclass(slots=True)
+    class HostedClockCall(ClockCall):
+        HOSTED: ClassVar[Hosted] = HOSTED
+
+
+    class HostedClock(Clock):
+        call_type = HostedClockCall
+
+        def offered(self, request: ToolRequest) -> bool:
+            return "clock" in request.hosted or not request.client_hosted
+
+        def max_uses(self, request: ToolRequest) -> int | None:
+            offer = request.hosted.get("clock")
+            return offer["max_uses"] if offer is not None else None
+
+        def call(self, call_id, raw_arguments, request):
+            return HostedClockCall(call_id, super().call(call_id, raw_arguments, request).city)
+
+
+    def _read(tool, reading: Reading) -> dict:
+        # the client's tool as the Messages protocol decoded it: the fields every server tool may carry
+        return {"max_uses": tool.max_uses, "type": tool.type}
+
+
+    def _build(parts: Parts) -> HostedClock:
+        return HostedClock()
+
+
+    TOOL = ToolKind("clock", build=_build, hosted=HOSTED, offers={MESSAGES: Offering(_read, prefix="clock_")})
+"""
+
+
 def _package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, str]):
     """A throwaway tools package on sys.path holding `modules` (name -> source)."""
     name = f"tools_{uuid.uuid4().hex}"
@@ -120,6 +166,55 @@ def test_a_tool_whose_build_declines_is_left_out(tmp_path, monkeypatch, gateway,
         "model": "default", "messages": [{"role": "user", "content": "what time is it in Paris?"}]})
     assert r.status_code == 200, r.text
     assert "tools" not in fake_model.requests[0]
+
+
+# ---------------------------------------------------------------- a new hosted tool: still one module
+
+
+def _messages(gw, tools: list[dict]) -> httpx.Response:
+    return httpx.post(gw.url + "/v1/messages", timeout=30, headers={"anthropic-version": "2023-06-01"}, json={
+        "model": "default", "max_tokens": 100, "tools": tools,
+        "messages": [{"role": "user", "content": "what time is it in Paris?"}]})
+
+
+def test_a_new_tools_hosted_name_is_recognised_on_messages(tmp_path, monkeypatch, gateway, fake_model, search_fakes):
+    """Over HTTP: a client offering the new tool's Anthropic server tool (`clock_20260101`) gets it run
+    as a hosted tool: the model is offered only it (not web_search, which the client did not offer),
+    the client's max_uses reaches it through the offer its module reads, its calls show as its blocks
+    and are counted under its own usage counter."""
+    catalog = discover(_package(tmp_path, monkeypatch, {"clock": HOSTED_CLOCK}))
+    cfg = base_config(fake_model.url)
+    cfg["webSearch"] = {"engines": [searxng_engine(search_fakes, default=True)], "injectPolicy": "always",
+                        "cacheTtlMs": 0}
+    cfg["webFetch"] = {"enabled": False}
+    offered = [{"type": "clock_20260101", "name": "clock", "max_uses": 1}]
+
+    # the repository's tools do not know the type: an Anthropic tool the gateway cannot offer, so the
+    # client named no hosted tool and gets the gateway's own search (injectPolicy always)
+    fake_model.default = lambda body: {"content": "no clock here"}
+    r = _messages(gateway(cfg, "without.json"), offered)
+    assert r.status_code == 200, r.text
+    assert [t["function"]["name"] for t in fake_model.requests[0]["tools"]] == ["web_search"]
+    assert "server_tool_use" not in r.json()["usage"]
+
+    monkeypatch.setattr(registry, "TOOLS", {**TOOLS, **catalog.tools})  # as if its module were in hub/tools/kinds/
+    gw = gateway(cfg, "with.json")
+    fake_model.reset()
+    fake_model.script({"tool_calls": [{"name": "clock", "arguments": {"city": "Paris"}},
+                                      {"name": "clock", "arguments": {"city": "Tokyo"}}]},
+                      {"content": "It is noon in Paris [1]."})
+    r = _messages(gw, offered)
+    assert r.status_code == 200, r.text
+    first, second = fake_model.requests
+    assert [t["function"]["name"] for t in first["tools"]] == ["clock"]
+    message = r.json()
+    assert [b["type"] for b in message["content"]][:2] == ["server_tool_use", "clock_tool_result"]
+    assert message["content"][0]["name"] == "clock"
+    # max_uses 1 from the client's offer: the second call was refused, and never counted
+    assert [m["content"] for m in second["messages"][-2:]] == [
+        "[1] It is 12:00 in paris.", '{"error":"max_uses_exceeded: no more calls are allowed"}']
+    assert message["usage"]["server_tool_use"] == {"web_search_requests": 0, "web_fetch_requests": 0,
+                                                   "clock_requests": 1}
 
 
 # ---------------------------------------------------------------- what the registry refuses

@@ -397,9 +397,9 @@ def test_injection_reasons(policy: str, body: dict, expected: tuple) -> None:
                             {"id": "s", "type": "searxng", "baseURL": "http://127.0.0.1:9"}]}}, env={},
                        plugins=PLUGINS)
     provider = cfg.providers["local"]
-    d = decide(cfg.web_search, provider, request_of(body, body["messages"], force=None, hosted=None))
+    d = decide(cfg.web_search, provider, request_of(body, body["messages"], force=None, hosted={}))
     assert (d.inject, d.reason) == expected
-    off = decide(cfg.web_search, provider, request_of(body, body["messages"], force=False, hosted=None))
+    off = decide(cfg.web_search, provider, request_of(body, body["messages"], force=False, hosted={}))
     assert (off.inject, off.reason) == (False, "the client switched search off")
 
 

@@ -18,8 +18,8 @@ from hub.fetcher.result import FetchResult, failure
 from hub.store.memory import MemoryStore
 from hub.tools import ArgumentError, HostedFetch, ToolRequest
 from hub.tools.base import HostedSearch
-from hub.tools.passages import MAX_CITED, excerpts, find, locate
 from hub.tools.kinds.web_fetch import WebFetch, fetch_args, replay, web_fetch_tool
+from hub.tools.passages import MAX_CITED, excerpts, find, locate
 
 PAGE = ("The Kestrel Bridge reopened in March. Engineers replaced the girders with weathering steel. "
         "The new deck carries a protected cycle lane.")
@@ -88,21 +88,21 @@ def test_schema_is_a_valid_function_tool() -> None:
 def test_offered_by_policy(policy, implicit, hosted_search_only, hosted_fetch) -> None:
     t = tool(inject_policy=policy)
     assert t.offered(ToolRequest(provider="local")) is implicit
-    assert t.offered(ToolRequest(hosted=HostedSearch(), provider="local")) is hosted_search_only
-    assert t.offered(ToolRequest(hosted_fetch=HostedFetch(), provider="local")) is hosted_fetch
-    assert t.offered(ToolRequest(hosted_fetch=HostedFetch(), provider="cloud")) is False  # off for that backend
+    assert t.offered(ToolRequest(hosted={"web_search": HostedSearch()}, provider="local")) is hosted_search_only
+    assert t.offered(ToolRequest(hosted={"web_fetch": HostedFetch()}, provider="local")) is hosted_fetch
+    assert t.offered(ToolRequest(hosted={"web_fetch": HostedFetch()}, provider="cloud")) is False  # off for that backend
 
 
 def test_max_uses_is_the_smaller_of_the_operator_cap_and_the_clients() -> None:
     t = tool(max_fetches_per_turn=3)
     assert t.max_uses(ToolRequest()) == 3
-    assert t.max_uses(ToolRequest(hosted_fetch=HostedFetch(max_uses=1))) == 1
-    assert t.max_uses(ToolRequest(hosted_fetch=HostedFetch(max_uses=9))) == 3
+    assert t.max_uses(ToolRequest(hosted={"web_fetch": HostedFetch(max_uses=1)})) == 1
+    assert t.max_uses(ToolRequest(hosted={"web_fetch": HostedFetch(max_uses=9)})) == 3
 
 
 def test_max_content_tokens_caps_the_text() -> None:
     t = tool()
-    call = t.call("c", {"url": "https://example.com/a"}, ToolRequest(hosted_fetch=HostedFetch(max_content_tokens=60)))
+    call = t.call("c", {"url": "https://example.com/a"}, ToolRequest(hosted={"web_fetch": HostedFetch(max_content_tokens=60)}))
     call.result = done(text="word " * 1000)
     payload = json.loads(t.render(call, 1).text)
     assert len(payload["text"]) <= 240 and payload["truncated"] is True
@@ -162,8 +162,8 @@ def test_errors_render_for_the_model_and_the_client() -> None:
 
 def test_citation_needs_citations_enabled() -> None:
     t = tool()
-    quiet = t.call("c", {"url": "https://example.com/a"}, ToolRequest(hosted_fetch=HostedFetch()))
-    cited = t.call("d", {"url": "https://example.com/a"}, ToolRequest(hosted_fetch=HostedFetch(citations=True)))
+    quiet = t.call("c", {"url": "https://example.com/a"}, ToolRequest(hosted={"web_fetch": HostedFetch()}))
+    cited = t.call("d", {"url": "https://example.com/a"}, ToolRequest(hosted={"web_fetch": HostedFetch(citations=True)}))
     for call in (quiet, cited):
         call.result = done()
         t.render(call, 1)

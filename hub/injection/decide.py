@@ -13,10 +13,12 @@ text has web-search intent, hub/injection/intent.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..config.settings import Limits, Provider, WebSearchConfig
-from ..tools.base import HostedFetch, HostedSearch
+from ..tools.kinds.web_search import WEB_SEARCH
 from .chain import ChainState
 from .client_search import client_web_search
 from .intent import Intent, classify, latest_user_text
@@ -30,9 +32,8 @@ class Request:
     tools: list  # the client's tools
     opted_in: bool = False  # enable_web_search / web_search_options
     force: bool | None = None  # True/False: client override; None: policy decides
-    hosted: HostedSearch | None = None
+    hosted: Mapping[str, Any] = field(default_factory=dict)  # the client's hosted tool offers, by tool name
     side: bool = False  # a client's side request (title, summary, memory): hub/injection/side_requests.py
-    hosted_fetch: HostedFetch | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,22 +57,22 @@ def tool_name(tool: object) -> str | None:
     return tool.get("name")
 
 
-def request_of(body: dict, messages: list[dict], *, force: bool | None, hosted: HostedSearch | None,
-               side: bool = False, hosted_fetch: HostedFetch | None = None) -> Request:
+def request_of(body: dict, messages: list[dict], *, force: bool | None, hosted: Mapping[str, Any],
+               side: bool = False) -> Request:
     opted_in = body.get("enable_web_search") is True or isinstance(body.get("web_search_options"), dict)
-    return Request(messages, body.get("tools") or [], opted_in, force, hosted, side, hosted_fetch)
+    return Request(messages, body.get("tools") or [], opted_in, force, hosted, side)
 
 
-def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: HostedSearch | None, force: bool | None,
-             hosted_fetch: HostedFetch | None = None) -> bool:
-    """Could this request get the tools at all (before looking at its messages)?"""
+def eligible(ws: WebSearchConfig, provider: Provider, *, hosted: Mapping[str, Any], force: bool | None) -> bool:
+    """Could this request get the tools at all (before looking at its messages)? `hosted`: the client's
+    hosted tool offers, by tool name."""
     if force is False:
         return False
-    if hosted_fetch is not None:
-        return True  # a fetch needs no search engine
+    if any(name != WEB_SEARCH for name in hosted):
+        return True  # a hosted tool other than search (a fetch) needs no search engine
     if not ws.engines:
         return False
-    if hosted is not None:
+    if hosted:
         return True
     limits = ws.limits_for(provider.id)
     return limits.enabled and (provider.self_hosted or provider.id in ws.per_backend)
@@ -89,7 +90,7 @@ def ineligible_reason(ws: WebSearchConfig, provider: Provider, force: bool | Non
 
 
 def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: ChainState | None = None) -> Decision:
-    if not eligible(ws, provider, hosted=request.hosted, force=request.force, hosted_fetch=request.hosted_fetch):
+    if not eligible(ws, provider, hosted=request.hosted, force=request.force):
         return Decision(False, reason=ineligible_reason(ws, provider, request.force))
     names = [tool_name(t) for t in request.tools]
     client_has_tool = ws.tool_name in names
@@ -97,9 +98,9 @@ def decide(ws: WebSearchConfig, provider: Provider, request: Request, state: Cha
     limits: Limits = ws.limits_for(provider.id)
     intent = None
     by_intent = False
-    if request.hosted is not None or request.hosted_fetch is not None or request.force or client_has_tool:
+    if request.hosted or request.force or client_has_tool:
         inject = True
-        reason = ("the client offered hosted web search" if request.hosted is not None else
+        reason = ("the client offered hosted web search" if WEB_SEARCH in request.hosted else
                   "the client forced search" if request.force else "the client offers the tool itself")
     elif client_search:
         inject, reason = False, "the client has its own search tool"  # stay out of its way

@@ -5,8 +5,9 @@ translated): the `:online` model suffix, `plugins: [{"id": "web", ...}]`, and th
 
 Each becomes what the gateway already does: the request is searched (the suffix and the plugin turn
 search on for this request, as the `web_search: true` override does, in the configured mode), and
-the server tools are the client's hosted tools (HostedSearch, HostedFetch), run by the gateway's
-own engines and fetcher. What OpenRouter's shape names that the backend does not know (the suffix,
+the server tools are the client's hosted tools, each read by the server tool that declares its
+OpenRouter name (hub/tools/registry.py: HostedSearch, HostedFetch), run by the gateway's own engines
+and fetcher. What OpenRouter's shape names that the backend does not know (the suffix,
 `plugins`, the `openrouter:*` tools) never reaches the backend. Unknown plugins are ignored with a
 log line, never a 400. Pure apart from that log line."""
 
@@ -16,15 +17,15 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..tools.base import HostedFetch, HostedSearch
+from ..tools.base import HostedSearch
 from ..tools.events import Options
+from ..tools.kind import OPENROUTER
+from ..tools.kinds.web_search import WEB_SEARCH
+from ..tools.registry import offerings, read_offers
 
 log = logging.getLogger("searchhub.openrouter")
 
 SUFFIX = ":online"
-SEARCH_TOOL = "openrouter:web_search"
-FETCH_TOOL = "openrouter:web_fetch"
-_AUTO_ENGINES = ("native", "auto", "exa", "")  # OpenRouter's engines: all mean "the gateway's own"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,28 +63,32 @@ def adapt(body: dict, opts: Options, engine_ids: frozenset[str] = frozenset()) -
             del body["tools"]
             body.pop("tool_choice", None)
             body.pop("parallel_tool_calls", None)
-    hosted, hosted_fetch = opts.hosted, opts.hosted_fetch
-    for tool in ours:
-        params = tool.get("parameters") if isinstance(tool.get("parameters"), dict) else {}
-        if tool["type"] == SEARCH_TOOL:
-            hosted = _search_tool(params)
-        else:
-            hosted_fetch = _fetch_tool(params)
+    hosted = {**opts.hosted, **read_offers(OPENROUTER, ours, kind_of=lambda t: t["type"], params=_params)}
     force = opts.force_search
     if dialect.online and force is None:
         force = True  # the client asked for a searched answer; an explicit `web_search: false` still wins
-    if dialect.online and hosted is None:
-        hosted = HostedSearch()
+    search = hosted.get(WEB_SEARCH)
+    if dialect.online and search is None:
+        search = HostedSearch()
     count = dialect.max_results
-    if hosted is not None and count is not None:
-        hosted = replace(hosted, max_results=count)
-    if dialect.engine is not None and hosted is not None:
-        hosted = replace(hosted, engine=dialect.engine)
-    return body, replace(opts, force_search=force, hosted=hosted, hosted_fetch=hosted_fetch, citation_content=True)
+    if search is not None and count is not None:
+        search = replace(search, max_results=count)
+    if dialect.engine is not None and search is not None:
+        search = replace(search, engine=dialect.engine)
+    if search is not None:
+        hosted[WEB_SEARCH] = search
+    return body, replace(opts, force_search=force, hosted=hosted, citation_content=True)
+
+
+def _params(tool: dict) -> dict:
+    return tool["parameters"] if isinstance(tool.get("parameters"), dict) else {}
 
 
 def _is_openrouter_tool(tool: Any) -> bool:
-    return isinstance(tool, dict) and tool.get("type") in (SEARCH_TOOL, FETCH_TOOL)
+    """An `openrouter:*` server tool a server tool of the gateway declares (hub/tools/registry.py)."""
+    kind = tool.get("type") if isinstance(tool, dict) else None
+    # the prefix first: every chat request's tools pass here, and OpenRouter's all carry it
+    return isinstance(kind, str) and kind.startswith("openrouter:") and bool(offerings(OPENROUTER, kind))
 
 
 def _plugins(plugins: Any, dialect: Dialect, engine_ids: frozenset[str]) -> Dialect:
@@ -100,35 +105,6 @@ def _plugins(plugins: Any, dialect: Dialect, engine_ids: frozenset[str]) -> Dial
             engine=engine if isinstance(engine, str) and engine in engine_ids else dialect.engine,
         )
     return dialect
-
-
-def _search_tool(params: dict) -> HostedSearch:
-    """`openrouter:web_search` parameters -> the hosted search the gateway runs."""
-    context = params.get("search_context_size")
-    return HostedSearch(
-        allowed_domains=_domains(params.get("allowed_domains")),
-        blocked_domains=_domains(params.get("excluded_domains")),
-        max_uses=_count(params.get("max_uses")),
-        context_size=context if context in ("low", "medium", "high") else None,
-        max_results=_count(params.get("max_results")),
-        engine=params["engine"] if isinstance(params.get("engine"), str)
-        and params["engine"] not in _AUTO_ENGINES else None,
-    )
-
-
-def _fetch_tool(params: dict) -> HostedFetch:
-    """`openrouter:web_fetch` parameters -> the hosted fetch the gateway runs."""
-    return HostedFetch(
-        allowed_domains=_domains(params.get("allowed_domains")),
-        blocked_domains=_domains(params.get("blocked_domains")),
-        max_uses=_count(params.get("max_uses")),
-        max_content_tokens=_count(params.get("max_content_tokens")),
-    )
-
-
-def _domains(value: Any) -> tuple[str, ...]:
-    return tuple(d.strip().lower() for d in value if isinstance(d, str) and d.strip())[:100] \
-        if isinstance(value, list) else ()
 
 
 def _count(value: Any) -> int | None:

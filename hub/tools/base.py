@@ -25,7 +25,7 @@ the `usage.server_tool_use` counter.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -156,14 +156,15 @@ class HostedSearch:
 class ToolRequest:
     """What one request says about its server tools (decided by the pipeline's plan)."""
 
-    hosted: HostedSearch | None = None  # the client offered a provider-hosted search tool
+    # the client's offers of provider-hosted tools, by tool name (ToolKind.name): "web_search" ->
+    # HostedSearch, "web_fetch" -> HostedFetch; read by the protocols through hub/tools/registry.py
+    hosted: Mapping[str, Any] = field(default_factory=dict)
     google: bool = False  # Google-preferred intent
     baidu: bool = False  # Baidu-preferred (`百度一下` with webSearch.baiduPreference "baidu")
     count_hint: int | None = None  # results wanted when the call names no count (search_context_size)
     user_location: dict | None = None  # chat web_search_options.user_location, when no hosted tool gives one
     key: ApiKey | None = None  # the calling gateway key: searches spend its budget
     bill: SearchBill | None = None
-    hosted_fetch: HostedFetch | None = None  # the client offered a provider-hosted fetch tool
     provider: str = ""  # the provider id of the target serving the request (per-backend settings)
     context_size: str | None = None  # search_context_size (Responses tool, chat web_search_options): pages read
     transcript: Transcript = field(default_factory=Transcript)
@@ -171,7 +172,7 @@ class ToolRequest:
     @property
     def client_hosted(self) -> bool:
         """The client named the hosted tools it wants: only those are offered."""
-        return self.hosted is not None or self.hosted_fetch is not None
+        return bool(self.hosted)
 
 
 @dataclass(frozen=True, slots=True)

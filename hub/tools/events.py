@@ -13,9 +13,9 @@ brought: the encoders handle a read in one go, not chunk by chunk); `bytes` of f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .base import HostedFetch, HostedSearch, ToolCall
+from .base import ToolCall
 
 if TYPE_CHECKING:
     from ..config.keys import ApiKey
@@ -56,8 +56,7 @@ class Options:
 
     force_search: bool | None = None  # True/False: client override; None: policy decides
     force_call: bool = False  # the client's tool_choice forces its hosted search: the model must call it
-    hosted: HostedSearch | None = None
-    hosted_fetch: HostedFetch | None = None  # the client offered a hosted fetch (Anthropic web_fetch)
+    hosted: dict[str, Any] = field(default_factory=dict)  # the client's hosted tool offers, by tool name (ToolRequest.hosted)
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)
     client_key: str = ""  # identifies the caller for chain hashing (never logged)
     client_agent: str = ""  # the User-Agent: with the key, which client a side request comes from

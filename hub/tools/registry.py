@@ -6,20 +6,23 @@ Each module declares its name and how one config's tool is built from the runtim
 
     TOOL = ToolKind("web_fetch", build=_build, order=10)   # _build(parts) -> WebFetch | None
 
-hub/runtime.py builds a config's tools from TOOLS (`build`). Modules whose name starts with "_" are
-helpers and declare nothing."""
+hub/runtime.py builds a config's tools from TOOLS (`build`). The protocols ask which client tools are
+hosted tools (`offerings`, `read_offers`: a tool's `offers`, by protocol) and which usage counters
+the Messages encoders show (`usage_counters`). Modules whose name starts with "_" are helpers and
+declare nothing."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from . import kinds as kinds_package
 from .base import ServerTool
-from .kind import Parts, ToolKind
+from .kind import Offering, Parts, Reading, ToolKind
 from .kinds.web_search import WebSearch
 
 
@@ -59,6 +62,32 @@ def discover(package: ModuleType) -> Catalog:
 
 CATALOG = discover(kinds_package)
 TOOLS: dict[str, ToolKind] = CATALOG.tools  # what hub/runtime.py builds a config's tools from
+
+
+def offerings(protocol: str, client_type: object) -> list[tuple[str, Offering]]:
+    """The tools a client tool of `protocol` offers hosted, by their names: none for an ordinary tool.
+    Read from TOOLS when asked (a test may give it more tools)."""
+    return [(kind.name, offer) for kind in TOOLS.values()
+            if (offer := kind.offers.get(protocol)) is not None and offer.matches(client_type)]
+
+
+def read_offers(protocol: str, client_tools: list[Any], reading: Reading | None = None, *,
+                kind_of: Callable[[Any], object] = lambda tool: tool.type,
+                params: Callable[[Any], Any] = lambda tool: tool) -> dict[str, Any]:
+    """The client's offers of hosted tools, by tool name, from the client tools of `protocol`:
+    `kind_of(tool)` is a tool's type, `params(tool)` what the offer's reader is given. A later tool
+    offering the same tool replaces the earlier one's offer."""
+    reading = reading if reading is not None else Reading()
+    offers: dict[str, Any] = {}
+    for tool in client_tools:
+        for name, offer in offerings(protocol, kind_of(tool)):
+            offers[name] = offer.read(params(tool), reading)
+    return offers
+
+
+def usage_counters() -> tuple[str, ...]:
+    """The Anthropic `usage.server_tool_use` counters, one per hosted shape, in the tools' order."""
+    return tuple(dict.fromkeys(kind.hosted.usage_key for kind in TOOLS.values() if kind.hosted is not None))
 
 
 class ServerTools:

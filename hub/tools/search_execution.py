@@ -24,7 +24,7 @@ from ..search.base import INVALID_TOOL_INPUT, SearchRequest, failure
 from .base import HostedSearch, ToolRequest
 from .events import Options, Outcome, ToolFinished, ToolStarted, chunks_in
 from .keepalive import Feed, with_keepalive
-from .kinds.web_search import SearchCall, WebSearch
+from .kinds.web_search import WEB_SEARCH, SearchCall, WebSearch
 
 log = logging.getLogger("searchhub.claude_code")
 SUMMARY_MAX_TOKENS = 2048
@@ -62,7 +62,7 @@ class SearchExecution:
         self.tool = tool
         self.config = config
         self.summarizer = summarizer
-        self.request = ToolRequest(hosted=hosted or HostedSearch(), key=opts.key, bill=opts.bill)
+        self.request = ToolRequest(hosted={WEB_SEARCH: hosted or HostedSearch()}, key=opts.key, bill=opts.bill)
         self.model = model
         self.opts = opts
         self.input_tokens = input_tokens
@@ -105,7 +105,7 @@ class SearchExecution:
         return body
 
     def _summary_opts(self) -> Options:
-        return replace(self.opts, force_search=False, hosted=None, chain_id=None, frames=False)
+        return replace(self.opts, force_search=False, hosted={}, chain_id=None, frames=False)
 
     def _summarizing(self) -> bool:
         result = self.call.result

@@ -33,6 +33,7 @@ from ..streams.relay import Frames, relay_chunks, relay_sse
 from ..tools.base import ToolRequest, Transcript
 from ..tools.events import Options, Outcome
 from ..tools.keepalive import Feed
+from ..tools.kinds.web_search import WEB_SEARCH
 from ..tools.registry import ServerTools
 from . import tool_choice
 from .answer import add_usage, fill_usage, final_finish, joined, recover_text_calls
@@ -221,11 +222,11 @@ class Pipeline:
         tr = opts.trace
         if tr is not None:
             tr.route = res.route
-        if opts.hosted is not None and not ws.engines:
+        if WEB_SEARCH in opts.hosted and not ws.engines:
             log.warning("the client offered hosted web search, but no engine is configured "
                         "(webSearch.engines): answering without search")
-        if session.continues and any(eligible(ws, t.provider, hosted=opts.hosted, force=opts.force_search,
-                                              hosted_fetch=opts.hosted_fetch) for t in res.candidates):
+        if session.continues and any(eligible(ws, t.provider, hosted=opts.hosted, force=opts.force_search)
+                                     for t in res.candidates):
             chain_id_var.set(session.key[6:18])
             if tr is not None:
                 tr.chain = session.key[6:18]
@@ -247,15 +248,14 @@ class Pipeline:
         ws = self.config.web_search
         body, opts, messages = routing.body, routing.opts, routing.messages
         plan = Plan(routing.route, routing.candidates, body, ws.limits_for(provider.id), routing.session)
-        if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search, hosted_fetch=opts.hosted_fetch):
+        if not eligible(ws, provider, hosted=opts.hosted, force=opts.force_search):
             plan.ineligible = ineligible_reason(ws, provider, opts.force_search)
             return plan
         plan.prior = routing.prior
         first = routing.side is None
         if first:  # once per request: it notes whether the client uses tools
             routing.side = self._side_request(body, opts)
-        request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted, side=routing.side,
-                             hosted_fetch=opts.hosted_fetch)
+        request = request_of(body, messages, force=opts.force_search, hosted=opts.hosted, side=routing.side)
         decision = decide(ws, provider, request, routing.state)
         if first and routing.side and not decision.inject:  # counted once, like the decision itself
             tr = opts.trace  # its client family also reads Codex's originator header
@@ -309,12 +309,13 @@ class Pipeline:
                 provider: str) -> dict:
         """The request with our tools added (those offered to this request that the client does not
         offer itself)."""
-        count = CONTEXT_COUNTS.get(opts.hosted.context_size or "") if opts.hosted else None
+        search = opts.hosted.get(WEB_SEARCH)  # the client's hosted search: its search_context_size
+        count = CONTEXT_COUNTS.get(search.context_size or "") if search is not None else None
         location, chat_count = search_options(body)  # chat's web_search_options
         plan.request = ToolRequest(hosted=opts.hosted, google=decision.google, baidu=decision.baidu,
                                    count_hint=count or chat_count, user_location=location,
-                                   context_size=(opts.hosted.context_size if opts.hosted else None) or context_size(body),
-                                   key=opts.key, bill=opts.bill, hosted_fetch=opts.hosted_fetch, provider=provider,
+                                   context_size=(search.context_size if search is not None else None) or context_size(body),
+                                   key=opts.key, bill=opts.bill, provider=provider,
                                    transcript=Transcript(messages))
         chosen = [t for t in self.tools if t.offered(plan.request)]
         plan.served = frozenset(t.name for t in chosen)

@@ -78,7 +78,8 @@ class Clock:
         return True
 
     def max_uses(self, request: ToolRequest) -> int | None:
-        return request.hosted.max_uses if request.hosted is not None else None
+        hosted = request.hosted.get("web_search")  # the toy obeys the hosted search's max_uses
+        return hosted.max_uses if hosted is not None else None
 
     def schema(self, request: ToolRequest) -> dict:
         return self._schema

@@ -13,13 +13,13 @@ from typing import Any
 
 from ...core.ids import random_alnum
 from ...tools.base import ToolCall
+from ...tools.registry import usage_counters
 
 _ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 _TOOL_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 
 CITED_TEXT_MAX = 150
 THINKING_SIGNATURE = "c2VhcmNoaHViOnRoaW5raW5n"  # opaque; searchhub drops thinking blocks on replay
-SERVER_TOOL_COUNTERS = ("web_search_requests", "web_fetch_requests")  # always present, in this order
 DIRECT_CALLER = {"type": "direct"}  # the `caller` of every server tool block: the model called it (no code execution)
 _STOP_REASONS = {
     "stop": "end_turn",
@@ -87,7 +87,8 @@ def _int(value: object) -> int:
 
 def usage_counts(calls: Iterable[ToolCall]) -> dict[str, int]:
     """`usage.server_tool_use`: the calls that ran, by each tool's counter (a refused call never ran)."""
-    counts = dict.fromkeys(SERVER_TOOL_COUNTERS, 0)
+    # every declared tool's counter, always, in the tools' order: web_search_requests, web_fetch_requests
+    counts = dict.fromkeys(usage_counters(), 0)
     for call in calls:
         if call.ran:
             key = call.HOSTED.usage_key

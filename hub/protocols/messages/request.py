@@ -9,18 +9,17 @@ messages/content.py.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from ...tools.base import HostedFetch, HostedSearch
-from ...tools.kinds.web_fetch import SourcedFetch, ToolFilter, UrlSources
+from ...tools.kind import MESSAGES, Reading
+from ...tools.registry import offerings
 from . import wire
 from .content import DEFAULT_REPLAYS, Replays, chat_messages, loaded_tools
-from .wire import CustomTool, MessagesRequest, WebFetchTool, WebSearchTool, decode_request
+from .wire import CustomTool, MessagesRequest, decode_request
 
-_LOCATION_KEYS = ("city", "region", "country", "timezone")
 _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
 _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
@@ -31,8 +30,9 @@ class MessagesContext:
 
     model: str  # as the client sent it; echoed back
     stream: bool = False
-    hosted: HostedSearch | None = None  # the client offered the web_search server tool
-    hosted_fetch: HostedFetch | None = None  # the client offered the web_fetch server tool
+    # the client's hosted tools offered to the model, by tool name ("web_search" -> HostedSearch,
+    # "web_fetch" -> HostedFetch), read by the tools that declare them (hub/tools/registry.py)
+    hosted: dict[str, Any] = field(default_factory=dict)
     force_search: bool = False  # tool_choice forces the hosted web_search
     withheld: bool = False  # a server tool offered only to other callers (code execution), not to the model
     thinking: bool = False  # thinking enabled or adaptive (the `reasoning` alias applies)
@@ -42,14 +42,10 @@ class MessagesContext:
     @property
     def server_tools(self) -> bool:
         """The client offered server tools: their calls show as blocks and usage counts them."""
-        return self.hosted is not None or self.hosted_fetch is not None
+        return bool(self.hosted)
 
 
 # --- tools --------------------------------------------------------------------------------------
-
-
-def _domains(domains: list[str] | None) -> tuple[str, ...]:
-    return tuple(d for d in domains or () if d)
 
 
 def _direct(tool: wire.ServerTool) -> bool:
@@ -61,85 +57,35 @@ def _direct(tool: wire.ServerTool) -> bool:
     return tool.allowed_callers is None or "direct" in tool.allowed_callers
 
 
-def _source(value: str | wire.ResultSource | None) -> ToolFilter:
-    """One tool-results source of `url_sources`: "all" / "none", or only / except the named tools (that
-    they are the request's tools is checked at decode)."""
-    if value is None:
-        return ToolFilter()
-    kind = value if isinstance(value, str) else value.type
-    if kind in ("all", "none"):
-        return ToolFilter(kind)
-    return ToolFilter(kind, frozenset(ref.name for ref in value.tools or ()))
-
-
-def _url_sources(raw: wire.UrlSources, origins: dict) -> UrlSources:
-    user = raw.user_input
-    return UrlSources(
-        user_input=user is None or (user if isinstance(user, str) else user.type) == "all",
-        server_tool_results=_source(raw.server_tool_results),
-        client_tool_results=_source(raw.client_tool_results),
-        origins=origins,
-    )
-
-
-def _hosted(tool: WebSearchTool) -> HostedSearch:
-    location = tool.user_location
-    if location is not None:
-        location = {k: v for k in _LOCATION_KEYS if (v := getattr(location, k))} or None
-    return HostedSearch(
-        allowed_domains=_domains(tool.allowed_domains), blocked_domains=_domains(tool.blocked_domains),
-        max_uses=tool.max_uses, user_location=location,
-    )
-
-
-def _hosted_fetch(tool: WebFetchTool, origins: dict) -> HostedFetch:
-    """A web_fetch_* server tool (every version: the later ones add `use_cache`; `url_sources` narrows
-    where fetchable URLs may come from, hub/tools/kinds/web_fetch.py UrlSources)."""
-    fields = dict(
-        allowed_domains=_domains(tool.allowed_domains), blocked_domains=_domains(tool.blocked_domains),
-        max_uses=tool.max_uses, citations=tool.citations is not None and tool.citations.enabled is True,
-        max_content_tokens=tool.max_content_tokens, use_cache=tool.use_cache is not False,
-    )
-    if tool.url_sources is None:
-        return HostedFetch(**fields)
-    return SourcedFetch(**fields, url_sources=_url_sources(tool.url_sources, origins))
-
-
 @dataclass(slots=True)
 class _Hosted:
-    search: HostedSearch | None = None
-    fetch: HostedFetch | None = None
+    offers: dict[str, Any] = field(default_factory=dict)  # by tool name
     withheld: bool = False  # a server tool the model may not call directly (allowed_callers)
 
 
-def _tools(raw: list[wire.Tool], loaded: set[str], origins: dict) -> tuple[list[dict], _Hosted]:
-    """Chat function tools, and the hosted tools when web_search_* / web_fetch_* server tools are offered
-    to the model (any version, matched by prefix); `origins` is filled later with the history's tool
-    calls, for a web_fetch tool's url_sources."""
+def _tools(raw: list[wire.Tool], loaded: set[str], reading: Reading) -> tuple[list[dict], _Hosted]:
+    """Chat function tools, and the hosted tools when server tools the tool registry knows are offered
+    to the model (web_search_* / web_fetch_*: any version, matched by prefix); `reading.origins` is
+    filled later with the history's tool calls, for a web_fetch tool's url_sources."""
     hosted = _Hosted()
     tools: list[dict] = []
     for tool in raw:
-        match tool:
-            case CustomTool():
-                if tool.defer_loading is True and tool.name not in loaded:
-                    continue  # Claude Code's ToolSearch has not loaded it yet (docs/claude-code.md)
-                function: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
-                if tool.description:
-                    function["description"] = tool.description
-                if tool.strict is True:
-                    function["strict"] = True
-                tools.append({"type": "function", "function": function})
-            case WebSearchTool():
-                if _direct(tool):
-                    hosted.search = _hosted(tool)
-                else:
-                    hosted.withheld = True
-            case WebFetchTool():
-                if _direct(tool):
-                    hosted.fetch = _hosted_fetch(tool, origins)
-                else:
-                    hosted.withheld = True
-            # other Anthropic-defined tools (bash_*, code_execution_*, ...) have no chat equivalent
+        if isinstance(tool, CustomTool):
+            if tool.defer_loading is True and tool.name not in loaded:
+                continue  # Claude Code's ToolSearch has not loaded it yet (docs/claude-code.md)
+            function: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
+            if tool.description:
+                function["description"] = tool.description
+            if tool.strict is True:
+                function["strict"] = True
+            tools.append({"type": "function", "function": function})
+        elif isinstance(tool, wire.ServerTool) and (found := offerings(MESSAGES, tool.type)):
+            if not _direct(tool):
+                hosted.withheld = True
+                continue
+            for name, offer in found:
+                hosted.offers[name] = offer.read(tool, reading)
+        # other Anthropic-defined tools (bash_*, code_execution_*, ...) have no chat equivalent
     return tools, hosted
 
 
@@ -209,17 +155,16 @@ def to_chat(req: MessagesRequest | object, replays: Replays = DEFAULT_REPLAYS) -
     (hub/tools/registry.py)."""
     request = req if isinstance(req, MessagesRequest) else decode_request(req)
     ctx = MessagesContext(model=request.model, stream=bool(request.stream))
-    origins: dict[str, tuple[bool, str]] = {}  # the history's tool calls, for url_sources
-    tools, hosted = _tools(request.tools or [], loaded_tools(request.messages), origins)
-    ctx.hosted, ctx.hosted_fetch, ctx.withheld = hosted.search, hosted.fetch, hosted.withheld
+    reading = Reading()  # its origins: the history's tool calls, for url_sources
+    tools, hosted = _tools(request.tools or [], loaded_tools(request.messages), reading)
+    ctx.hosted, ctx.withheld = hosted.offers, hosted.withheld
     body: dict[str, Any] = {"model": request.model, "messages": chat_messages(
-        request.system, request.messages, replays,
-        origins=origins if isinstance(ctx.hosted_fetch, SourcedFetch) else None)}
+        request.system, request.messages, replays, origins=reading.origins if reading.uses_origins else None)}
     if tools:
         body["tools"] = tools
     _tool_choice(request.tool_choice, body)
     choice = request.tool_choice
-    if ctx.hosted is not None and choice is not None and (
+    if "web_search" in ctx.hosted and choice is not None and (
             (choice.type == "tool" and choice.name == "web_search") or (choice.type == "any" and not tools)):
         ctx.force_search = True
     _thinking(request, body, ctx)

@@ -7,7 +7,8 @@ and the body itself stays the dict the client sent (a pass-through target gets i
 
 New block and tool types appear all the time, so neither is a closed union: a content block is decoded
 by its `type` through BLOCKS (a type not listed keeps only its type, as `OtherBlock`), a tool by its
-type's prefix (`web_search_*`, `web_fetch_*` of any version; other Anthropic-defined tools as `OtherTool`).
+type's prefix (`web_search_*`, `web_fetch_*` of any version; a server tool another server tool of
+hub/tools/kinds/ declares as `ServerTool`; other Anthropic-defined tools as `OtherTool`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import msgspec
 
 from ...core.errors import BadRequest
 from ...core.wire import join, located, missing_field
+from ...tools.kind import MESSAGES
+from ...tools.registry import offerings
 
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 
@@ -151,7 +154,7 @@ _NESTING = frozenset({Document, SearchResult, ToolResult, MidConvSystem})  # blo
 
 
 class Tool:
-    """A tool: CustomTool, WebSearchTool, WebFetchTool or OtherTool (decoded by `_by_type`)."""
+    """A tool: CustomTool, WebSearchTool, WebFetchTool, ServerTool or OtherTool (decoded by `_by_type`)."""
 
     __slots__ = ()
 
@@ -165,7 +168,8 @@ class CustomTool(msgspec.Struct, Tool):
 
 
 class ServerTool(msgspec.Struct, Tool):
-    """The fields every version of the web_search / web_fetch server tools may carry."""
+    """The fields every version of the web_search / web_fetch server tools may carry; as itself, any other
+    server tool a tool of hub/tools/kinds/ declares a Messages name for (hub/tools/registry.py)."""
 
     name: str | None = None
     max_uses: PositiveInt | None = None
@@ -175,6 +179,7 @@ class ServerTool(msgspec.Struct, Tool):
     defer_loading: bool | None = None  # accepted: a server tool is offered at once
     strict: bool | None = None
     response_inclusion: str | None = None  # "full" | "excluded": about code-execution results only
+    type: str = ""  # its versioned type: web_search_20250305, web_fetch_20250910, ...
 
 
 class UserLocation(msgspec.Struct):
@@ -312,6 +317,8 @@ def _by_type(kind: type, value: Any) -> Any:
             cls = WebSearchTool
         elif tag.startswith("web_fetch_"):
             cls = WebFetchTool
+        elif offerings(MESSAGES, tag):
+            cls = ServerTool  # another tool's hosted form: the fields every server tool may carry
         else:
             cls = OtherTool
     else:

@@ -161,7 +161,7 @@ def from_chat(outcome: Outcome, ctx: ResponsesContext, *, response_id: str | Non
     choice = choices[0] if choices and isinstance(choices[0], dict) else {}
     message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
     output: list[dict] = []
-    if ctx.hosted is not None:
+    if ctx.hosted:
         output.extend(web_search_item(new_id("ws"), call, results=ctx.results) for call in outcome.calls)
     reasoning = message.get("reasoning_content")
     if isinstance(reasoning, str) and reasoning:

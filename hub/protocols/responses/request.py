@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.errors import BadRequest
-from ...tools.base import HostedFetch, HostedSearch
+from ...tools.kind import RESPONSES, Reading
+from ...tools.registry import read_offers
 from .items import Conversation
-from .tools import Allowed, ToolRef, ToolSet, custom_input, hosted_search, translate_tool_choice
+from .tools import Allowed, ToolRef, ToolSet, custom_input, translate_tool_choice
 from .wire import AdditionalTools, Request, decode_items, decode_request
 
 __all__ = ["ResponsesContext", "ToolRef", "custom_input", "items_to_messages", "to_chat", "translate"]
@@ -30,8 +31,9 @@ class ResponsesContext:
     model: str
     echo: dict[str, Any]  # request fields a Response object repeats
     tools: dict[str, ToolRef] = field(default_factory=dict)  # chat function name -> client tool
-    hosted: HostedSearch | None = None
-    hosted_fetch: HostedFetch | None = None  # with the hosted web_search, calls may open pages (open_page)
+    # the client's hosted tools, by tool name: the built-in web_search offers "web_search" and, as its
+    # calls may open pages (open_page), "web_fetch" (read by those tools, hub/tools/registry.py)
+    hosted: dict[str, Any] = field(default_factory=dict)
     force_search: bool | None = None  # tool_choice named the hosted search tool
     results: bool = False  # include has web_search_call.results: web_search_call items list what came back
     stream: bool = False
@@ -67,16 +69,16 @@ def translate(request: Request, *, history: list[dict] | None = None) -> tuple[d
     chat_tools, refs = tools.build()
 
     include = req.include or []
-    hosted = hosted_search(tools.hosted, req.max_tool_calls) if tools.hosted is not None else None
+    hosted = read_offers(RESPONSES, tools.hosted, Reading(max_tool_calls=req.max_tool_calls))
     tool_choice, force_search = translate_tool_choice(req.tool_choice, refs, dropped)
     if tool_choice == "none":
-        hosted = None  # "none" rules out the built-in tools too
+        hosted = {}  # "none" rules out the built-in tools too
     if isinstance(tool_choice, Allowed):
         chat_tools = [t for t in chat_tools if t["function"]["name"] in tool_choice.names]
-        if hosted is not None and not tool_choice.search:
-            hosted = None
+        if not tool_choice.search:
+            hosted = {}
         tool_choice = tool_choice.mode
-    if tool_choice == "required" and not chat_tools and hosted is not None:
+    if tool_choice == "required" and not chat_tools and hosted:
         force_search = True  # the built-in search is the only tool to call
 
     converted = Conversation(refs, dropped).translate(request.items)
@@ -127,9 +129,6 @@ def translate(request: Request, *, history: list[dict] | None = None) -> tuple[d
         echo=_echo(request, store),
         tools=refs,
         hosted=hosted,
-        # OpenAI's web_search opens pages too (open_page actions); the same domain filters apply
-        hosted_fetch=HostedFetch(allowed_domains=hosted.allowed_domains, blocked_domains=hosted.blocked_domains,
-                                 max_uses=hosted.max_uses) if hosted is not None else None,
         force_search=force_search,
         results="web_search_call.results" in include,
         stream=bool(req.stream),

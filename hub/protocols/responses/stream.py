@@ -404,7 +404,7 @@ class ResponsesStream:
     # --- searches --------------------------------------------------------------------------------
 
     def _search_started(self, call: ToolCall) -> list[dict]:
-        if self.ctx.hosted is None or call.id in self._searches:
+        if not self.ctx.hosted or call.id in self._searches:
             return []  # searches the client did not ask for stay invisible
         events = self._close_open("completed")
         s = self._searches[call.id] = _Search(len(self.output), new_id("ws"), call)
@@ -414,7 +414,7 @@ class ResponsesStream:
         return events
 
     def _search_finished(self, call: ToolCall) -> list[dict]:
-        if self.ctx.hosted is None:
+        if not self.ctx.hosted:
             return []
         events = self._search_started(call) if call.id not in self._searches else []
         s = self._searches.pop(call.id)

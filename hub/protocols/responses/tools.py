@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import BadRequest
-from ...tools.base import HostedSearch
+from ...tools.kind import RESPONSES
+from ...tools.registry import offerings
 from .wire import (
-    HOSTED_SEARCH_TOOLS,
     CustomTool,
     FunctionTool,
     NamespaceTool,
@@ -28,7 +28,6 @@ from .wire import (
 )
 
 CUSTOM_INPUT = "input"  # the one parameter of a custom tool seen as a function
-_LOCATION_KEYS = ("country", "city", "region", "timezone")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +52,8 @@ class ToolSet:
 
     def __init__(self, dropped: list[str]) -> None:
         self.entries: list[_Entry] = []
-        self.hosted: WebSearchTool | None = None
+        self.hosted: list[WebSearchTool | OtherTool] = []  # the client's hosted tools, first of each (hub/tools/registry.py)
+        self._hosting: set[str] = set()  # the server tools they offer
         self.openrouter: list[dict] = []
         self.dropped = dropped
 
@@ -67,9 +67,11 @@ class ToolSet:
             case NamespaceTool():
                 for i, sub in enumerate(tool.tools):
                     self.add(sub, f"{path}.tools[{i}]", tool.name)
-            case WebSearchTool():
-                if self.hosted is None:
-                    self.hosted = tool
+            case WebSearchTool() | OtherTool() if found := offerings(RESPONSES, tool.type):
+                names = {name for name, _ in found}
+                if not names & self._hosting:  # a second search tool adds nothing
+                    self.hosted.append(tool)
+                    self._hosting |= names
             case OpenRouterTool():
                 self.openrouter.append(tool.spec)  # OpenRouter's server tools: hub/injection/openrouter.py reads them
             case OtherTool(type="tool_search"):
@@ -126,20 +128,6 @@ def _chat_function(chat_name: str, e: _Entry) -> dict:
     return {"type": "function", "function": function}
 
 
-def hosted_search(tool: WebSearchTool, max_tool_calls: int | None) -> HostedSearch:
-    """The built-in web_search tool's options. `external_web_access: false` (cache only) still searches
-    live: the gateway has no offline index."""
-    filters, location = tool.filters, tool.user_location
-    where = {k: v for k in _LOCATION_KEYS if (v := getattr(location, k))} if location is not None else None
-    return HostedSearch(
-        allowed_domains=tuple(filters.allowed_domains or ()) if filters is not None else (),
-        blocked_domains=tuple(filters.blocked_domains or ()) if filters is not None else (),
-        max_uses=max_tool_calls,
-        user_location=where or None,
-        context_size=tool.search_context_size,
-    )
-
-
 @dataclass(slots=True)
 class Allowed:
     mode: str
@@ -165,7 +153,7 @@ def translate_tool_choice(choice: str | ToolChoice | None, refs: dict[str, ToolR
             raise BadRequest(f"tool_choice names {kind} tool '{name}', which is not in 'tools'",
                              param="tool_choice.name")
         return {"type": "function", "function": {"name": chat_name}}, None
-    if kind in HOSTED_SEARCH_TOOLS:
+    if offerings(RESPONSES, kind):  # the built-in search tool
         return None, True
     if kind == "allowed_tools":
         if choice.tools is None:
@@ -173,7 +161,7 @@ def translate_tool_choice(choice: str | ToolChoice | None, refs: dict[str, ToolR
         names: set[str] = set()
         search = False
         for t in choice.tools:
-            if t.type in HOSTED_SEARCH_TOOLS:
+            if offerings(RESPONSES, t.type):
                 search = True
             elif t.type in ("function", "custom") and t.name is not None:
                 names.add(chat_name_for(refs, t.type, t.name, None))

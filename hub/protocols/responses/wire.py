@@ -20,6 +20,9 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 
 from ...core.wire import bad_request, convert, join
+from ...tools.kind import OPENROUTER
+from ...tools.kinds.web_search import RESPONSES_TOOLS
+from ...tools.registry import TOOLS as TOOL_KINDS
 
 NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
 Positive = Annotated[int, msgspec.Meta(ge=1)]
@@ -180,6 +183,7 @@ class WebSearchTool(msgspec.Struct):
     filters: SearchFilters | None = None
     user_location: UserLocation | None = None
     search_context_size: Literal["low", "medium", "high"] | None = None
+    type: str = ""  # which of its names (hub/tools/kinds/web_search.py RESPONSES_TOOLS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,10 +200,10 @@ class OtherTool(msgspec.Struct):
 
 
 Tool = FunctionTool | CustomTool | NamespaceTool | WebSearchTool | OpenRouterTool | OtherTool
-HOSTED_SEARCH_TOOLS = frozenset(
-    {"web_search", "web_search_2025_08_26", "web_search_preview", "web_search_preview_2025_03_11"}
-)
-OPENROUTER_TOOLS = frozenset({"openrouter:web_search", "openrouter:web_fetch"})
+HOSTED_SEARCH_TOOLS = RESPONSES_TOOLS  # the built-in web_search's names, declared by the tool
+# the `openrouter:*` server tools the gateway's server tools declare (hub/tools/registry.py)
+OPENROUTER_TOOLS = frozenset(name for kind in TOOL_KINDS.values() if (offer := kind.offers.get(OPENROUTER))
+                             for name in offer.names)
 TOOLS: dict[str, type[Tool]] = {
     "function": FunctionTool,
     "custom": CustomTool,

@@ -26,7 +26,9 @@ from ...search.sanitize import truncate
 from .. import passages
 from ..arguments import ArgumentError, dumps, parse_arguments
 from ..base import Hosted, HostedFetch, Rendered, ToolCall, ToolRequest
-from ..kind import Parts, ToolKind
+from ..kind import MESSAGES, OPENROUTER, RESPONSES, Offering, Parts, Reading, ToolKind
+from ..offers import domains, loose_count, loose_domains
+from .web_search import RESPONSES_TOOLS
 
 log = logging.getLogger("searchhub.tools")
 WEB_FETCH = "web_fetch"
@@ -298,12 +300,12 @@ class WebFetch:
         if not offer.enabled or offer.inject_policy == "never":
             return False
         if request.client_hosted:
-            return request.hosted_fetch is not None
+            return WEB_FETCH in request.hosted
         return offer.inject_policy == "always"
 
     def max_uses(self, request: ToolRequest) -> int | None:
         limit = self.config.offer_for(request.provider).max_fetches_per_turn
-        hosted = request.hosted_fetch
+        hosted = request.hosted.get(WEB_FETCH)
         return min(limit, hosted.max_uses) if hosted is not None and hosted.max_uses is not None else limit
 
     def schema(self, request: ToolRequest) -> dict:
@@ -311,7 +313,7 @@ class WebFetch:
 
     def call(self, call_id: str, raw_arguments: Any, request: ToolRequest) -> FetchCall:
         args = fetch_args(raw_arguments, tool_name=self.name)
-        hosted = request.hosted_fetch
+        hosted = request.hosted.get(WEB_FETCH)
         cap = args.max_chars
         if hosted is not None and hosted.max_content_tokens:
             tokens_cap = max(MIN_CHARS, hosted.max_content_tokens * CHARS_PER_TOKEN)
@@ -328,7 +330,7 @@ class WebFetch:
             metrics.SEARCH_BUDGET_DENIALS.labels(request.key.name if request.key else ANONYMOUS, denial.limit).inc()
             call.result = failure(call.url, denial.message, TOO_MANY_REQUESTS)
             return
-        hosted = request.hosted_fetch
+        hosted = request.hosted.get(WEB_FETCH)
         policy, messages = self.policy, request.transcript.messages
         if isinstance(hosted, SourcedFetch) and hosted.url_sources.restricts:
             # the client's url_sources narrow the prior-context rule, even where the operator turned it off
@@ -433,4 +435,65 @@ def _build(parts: Parts) -> WebFetch | None:
     return WebFetch(parts.config.web_fetch, *parts.fetch, parts.budget)
 
 
-TOOL = ToolKind(WEB_FETCH, build=_build, order=10)
+# --- the client's hosted fetch tool -------------------------------------------------------------
+
+OPENROUTER_TOOL = "openrouter:web_fetch"
+
+
+def _source(value: Any) -> ToolFilter:
+    """One tool-results source of `url_sources`: "all" / "none", or only / except the named tools (that
+    they are the request's tools is checked at decode)."""
+    if value is None:
+        return ToolFilter()
+    kind = value if isinstance(value, str) else value.type
+    if kind in ("all", "none"):
+        return ToolFilter(kind)
+    return ToolFilter(kind, frozenset(ref.name for ref in value.tools or ()))
+
+
+def _from_messages(tool: Any, reading: Reading) -> HostedFetch:
+    """An Anthropic web_fetch_* server tool (hub/protocols/messages/wire.py WebFetchTool; every version:
+    the later ones add `use_cache`; `url_sources` narrows where fetchable URLs may come from, UrlSources
+    above, which keeps the history's tool calls the translation collects in `reading.origins`)."""
+    fields = dict(
+        allowed_domains=domains(tool.allowed_domains), blocked_domains=domains(tool.blocked_domains),
+        max_uses=tool.max_uses, citations=tool.citations is not None and tool.citations.enabled is True,
+        max_content_tokens=tool.max_content_tokens, use_cache=tool.use_cache is not False,
+    )
+    raw = tool.url_sources
+    if raw is None:
+        return HostedFetch(**fields)
+    reading.uses_origins = True
+    user = raw.user_input
+    return SourcedFetch(**fields, url_sources=UrlSources(
+        user_input=user is None or (user if isinstance(user, str) else user.type) == "all",
+        server_tool_results=_source(raw.server_tool_results),
+        client_tool_results=_source(raw.client_tool_results),
+        origins=reading.origins,
+    ))
+
+
+def _from_responses(tool: Any, reading: Reading) -> HostedFetch:
+    """OpenAI's built-in web_search opens pages too (open_page actions): the same domain filters and
+    the request's max_tool_calls apply."""
+    filters = tool.filters
+    return HostedFetch(allowed_domains=tuple(filters.allowed_domains or ()) if filters is not None else (),
+                       blocked_domains=tuple(filters.blocked_domains or ()) if filters is not None else (),
+                       max_uses=reading.max_tool_calls)
+
+
+def _from_openrouter(params: dict, reading: Reading) -> HostedFetch:
+    """`openrouter:web_fetch` parameters (hub/injection/openrouter.py)."""
+    return HostedFetch(
+        allowed_domains=loose_domains(params.get("allowed_domains")),
+        blocked_domains=loose_domains(params.get("blocked_domains")),
+        max_uses=loose_count(params.get("max_uses")),
+        max_content_tokens=loose_count(params.get("max_content_tokens")),
+    )
+
+
+TOOL = ToolKind(WEB_FETCH, build=_build, order=10, hosted=HOSTED, offers={
+    MESSAGES: Offering(_from_messages, prefix="web_fetch_"),
+    RESPONSES: Offering(_from_responses, names=RESPONSES_TOOLS),
+    OPENROUTER: Offering(_from_openrouter, names=frozenset({OPENROUTER_TOOL})),
+})

@@ -27,8 +27,9 @@ from ...search.base import BUDGET_EXHAUSTED, RECENCY, Hit, SearchRequest, Search
 from ...search.metered import MeteredSearch
 from ...search.service import SearchService
 from ..arguments import ArgumentError, dumps, message, parse_arguments
-from ..base import Hosted, Rendered, ToolCall, ToolRequest
-from ..kind import Parts, ToolKind
+from ..base import Hosted, HostedSearch, Rendered, ToolCall, ToolRequest
+from ..kind import MESSAGES, OPENROUTER, RESPONSES, Offering, Parts, Reading, ToolKind
+from ..offers import domains, location, loose_count, loose_domains
 
 log = logging.getLogger("searchhub.tools")
 WEB_SEARCH = "web_search"
@@ -365,10 +366,11 @@ class WebSearch:
     def offered(self, request: ToolRequest) -> bool:
         """Whenever the gateway injects its tools and has an engine, unless the client's hosted tools
         leave search out (an Anthropic client that offers only web_fetch)."""
-        return self._engines and (request.hosted is not None or not request.client_hosted)
+        return self._engines and (WEB_SEARCH in request.hosted or not request.client_hosted)
 
     def max_uses(self, request: ToolRequest) -> int | None:
-        return request.hosted.max_uses if request.hosted is not None else None
+        hosted = request.hosted.get(WEB_SEARCH)
+        return hosted.max_uses if hosted is not None else None
 
     def schema(self, request: ToolRequest) -> dict:
         return self._schemas[(request.google and not request.baidu, request.baidu)]
@@ -379,7 +381,7 @@ class WebSearch:
     def prepare(self, call_id: str, asked: SearchRequest, request: ToolRequest) -> SearchCall:
         """The search a call asks for, completed from the request (the hosted tool's domains, location,
         result count and engine; the intent's preferred index) and its engine resolved, once."""
-        hosted = request.hosted
+        hosted: HostedSearch | None = request.hosted.get(WEB_SEARCH)
         engine, chosen_by = self.search.choose_engine(
             asked.engine, preferred=hosted.engine if hosted is not None else None,
             google=request.google, baidu=request.baidu)
@@ -458,4 +460,53 @@ def _build(parts: Parts) -> WebSearch:
     return WebSearch(parts.config.web_search, parts.search, parts.budget, parts.reader)
 
 
-TOOL = ToolKind(WEB_SEARCH, build=_build, order=0)
+# --- the client's hosted search tool ------------------------------------------------------------
+
+# OpenAI's built-in search tool (Responses), every name it has had
+RESPONSES_TOOLS = frozenset({"web_search", "web_search_2025_08_26", "web_search_preview",
+                             "web_search_preview_2025_03_11"})
+OPENROUTER_TOOL = "openrouter:web_search"
+_OPENROUTER_AUTO_ENGINES = ("native", "auto", "exa", "")  # OpenRouter's engines: all mean "the gateway's own"
+
+
+def _from_messages(tool: Any, reading: Reading) -> HostedSearch:
+    """An Anthropic web_search_* server tool (hub/protocols/messages/wire.py WebSearchTool)."""
+    return HostedSearch(
+        allowed_domains=domains(tool.allowed_domains), blocked_domains=domains(tool.blocked_domains),
+        max_uses=tool.max_uses, user_location=location(tool.user_location, ("city", "region", "country", "timezone")),
+    )
+
+
+def _from_responses(tool: Any, reading: Reading) -> HostedSearch:
+    """The Responses built-in web_search tool (hub/protocols/responses/wire.py WebSearchTool); the
+    request's max_tool_calls caps its calls. `external_web_access: false` (cache only) still searches
+    live: the gateway has no offline index."""
+    filters = tool.filters
+    return HostedSearch(
+        allowed_domains=tuple(filters.allowed_domains or ()) if filters is not None else (),
+        blocked_domains=tuple(filters.blocked_domains or ()) if filters is not None else (),
+        max_uses=reading.max_tool_calls,
+        user_location=location(tool.user_location, ("country", "city", "region", "timezone")),
+        context_size=tool.search_context_size,
+    )
+
+
+def _from_openrouter(params: dict, reading: Reading) -> HostedSearch:
+    """`openrouter:web_search` parameters (hub/injection/openrouter.py)."""
+    context = params.get("search_context_size")
+    engine = params.get("engine")
+    return HostedSearch(
+        allowed_domains=loose_domains(params.get("allowed_domains")),
+        blocked_domains=loose_domains(params.get("excluded_domains")),
+        max_uses=loose_count(params.get("max_uses")),
+        context_size=context if context in ("low", "medium", "high") else None,
+        max_results=loose_count(params.get("max_results")),
+        engine=engine if isinstance(engine, str) and engine not in _OPENROUTER_AUTO_ENGINES else None,
+    )
+
+
+TOOL = ToolKind(WEB_SEARCH, build=_build, order=0, hosted=HOSTED, offers={
+    MESSAGES: Offering(_from_messages, prefix="web_search_"),
+    RESPONSES: Offering(_from_responses, names=RESPONSES_TOOLS),
+    OPENROUTER: Offering(_from_openrouter, names=frozenset({OPENROUTER_TOOL})),
+})
