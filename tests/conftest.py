@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -190,3 +191,13 @@ def raw():
     yield make
     for up in started:
         up.stop()
+
+
+@pytest.fixture
+def no_errors_logged(caplog):
+    """Fails the test if the gateway logged an error or a traceback while it ran (hostile-input tests:
+    a 400 that was answered after an exception is still a bug)."""
+    caplog.set_level(logging.WARNING)
+    yield
+    bad = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert not bad, [r.getMessage() for r in bad]

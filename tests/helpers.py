@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -133,3 +136,16 @@ class ServeProcess:
                 self.proc.wait(10)
         self.reader.join(10)
         return self.lines
+
+
+def throwaway_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, str],
+                      prefix: str = "plugins"):
+    """A throwaway plug-in package on sys.path holding `modules` (name -> source), for the registries'
+    one-folder tests (hub/core/plugins.py)."""
+    name = f"{prefix}_{uuid.uuid4().hex}"
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text("")
+    for module, source in modules.items():
+        (tmp_path / name / f"{module}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module(name)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import textwrap
-import uuid
 from pathlib import Path
 
 import httpx
@@ -20,7 +18,7 @@ from hub.runtime import PLUGINS
 from routes.app import create_app
 
 from .fakes.server import ServerThread
-from .helpers import ROOT, base_config, hermetic
+from .helpers import ROOT, base_config, hermetic, throwaway_package
 
 FAMILIES_DIR = ROOT / "hub" / "backends" / "families"
 
@@ -39,14 +37,7 @@ HOSTED = """
 
 
 def _package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, str]):
-    """A throwaway families package on sys.path holding `modules` (name -> source)."""
-    name = f"families_{uuid.uuid4().hex}"
-    (tmp_path / name).mkdir()
-    (tmp_path / name / "__init__.py").write_text("")
-    for module, source in modules.items():
-        (tmp_path / name / f"{module}.py").write_text(textwrap.dedent(source))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return importlib.import_module(name)
+    return throwaway_package(tmp_path, monkeypatch, modules, "families")
 
 
 def _new_families(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -61,14 +60,6 @@ def check_shape(path: str, status: int, text: str) -> None:
 def gw(gateway, fake_model, search_fakes):
     fake_model.default = {"content": "ok"}
     return gateway(base_config(fake_model.url, webSearch={"engines": [searxng_engine(search_fakes)], "cacheTtlMs": 0}))
-
-
-@pytest.fixture
-def no_errors_logged(caplog):
-    caplog.set_level(logging.WARNING)
-    yield
-    bad = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
-    assert not bad, [r.getMessage() for r in bad]
 
 
 def post(client, path: str, content: bytes | str, stream: bool = False):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,14 +52,6 @@ def client(gw: str, _fake_model_server: FakeModel) -> Iterator[httpx.Client]:
     _fake_model_server.reset()
     with httpx.Client(base_url=gw, timeout=30) as c:
         yield c
-
-
-@pytest.fixture
-def no_errors_logged(caplog):
-    caplog.set_level(logging.WARNING)
-    yield
-    bad = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
-    assert not bad, [r.getMessage() for r in bad]
 
 
 def post(client: httpx.Client, body) -> httpx.Response:

@@ -4,10 +4,7 @@ PLUGINS)."""
 
 from __future__ import annotations
 
-import importlib
 import json
-import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
@@ -17,20 +14,13 @@ from hub.runtime import PLUGINS
 from hub.search.registry import API_ENGINES, CATALOG, ENGINE_KINDS, MODEL_ENGINES, discover
 
 from .fakes.search_providers import config_with
-from .helpers import ROOT
+from .helpers import ROOT, throwaway_package
 
 ENGINES_DIR = ROOT / "hub" / "search" / "engines"
 
 
 def _package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, str]):
-    """A throwaway engines package on sys.path holding `modules` (name -> source)."""
-    name = f"engines_{uuid.uuid4().hex}"
-    (tmp_path / name).mkdir()
-    (tmp_path / name / "__init__.py").write_text("")
-    for module, source in modules.items():
-        (tmp_path / name / f"{module}.py").write_text(textwrap.dedent(source))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return importlib.import_module(name)
+    return throwaway_package(tmp_path, monkeypatch, modules, "engines")
 
 
 ECHO = """

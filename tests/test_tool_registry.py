@@ -5,8 +5,6 @@ naming none of them."""
 from __future__ import annotations
 
 import importlib
-import textwrap
-import uuid
 from pathlib import Path
 
 import httpx
@@ -15,7 +13,7 @@ import pytest
 from hub.tools import registry
 from hub.tools.registry import CATALOG, TOOLS, discover
 
-from .helpers import ROOT, base_config, searxng_engine
+from .helpers import ROOT, base_config, searxng_engine, throwaway_package
 
 KINDS_DIR = ROOT / "hub" / "tools" / "kinds"
 
@@ -84,14 +82,7 @@ HOSTED_CLOCK = """
 
 
 def _package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, modules: dict[str, str]):
-    """A throwaway tools package on sys.path holding `modules` (name -> source)."""
-    name = f"tools_{uuid.uuid4().hex}"
-    (tmp_path / name).mkdir()
-    (tmp_path / name / "__init__.py").write_text("")
-    for module, source in modules.items():
-        (tmp_path / name / f"{module}.py").write_text(textwrap.dedent(source))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return importlib.import_module(name)
+    return throwaway_package(tmp_path, monkeypatch, modules, "tools")
 
 
 def _new_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -13,13 +13,12 @@ declare nothing."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from types import ModuleType
 
 from ..config.quirks import COMMERCIAL_FAMILY, BackendFamily
 from ..config.settings import COMMERCIAL_TYPES
+from ..core.plugins import declarations
 from . import families as families_package
 
 
@@ -34,27 +33,12 @@ class Catalog:
 def discover(package: ModuleType) -> Catalog:
     """Import every module of `package` and collect the family each declares as FAMILY. A module that
     declares none, a name declared twice, or a name that is a commercial type is a bug: ValueError."""
-    families: dict[str, BackendFamily] = {}
-    modules: dict[str, BackendFamily] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        where = f"{package.__name__}.{info.name}"
-        family = getattr(importlib.import_module(where), "FAMILY", None)
-        if not isinstance(family, BackendFamily):
-            raise ValueError(f"{where} declares no backend family: give it FAMILY = BackendFamily(...) "
-                             "(hub/backends/registry.py), or start the module's name with '_'")
-        if not isinstance(family.name, str) or not family.name:
-            raise ValueError(f"{where}.FAMILY: its name must be a non-empty string")
+    modules = declarations(package, "FAMILY", BackendFamily, "backend family", "hub/backends/registry.py")
+    for module, family in modules.items():
         if family.name in COMMERCIAL_TYPES or family.name == COMMERCIAL_FAMILY:
-            raise ValueError(f"{where}.FAMILY: '{family.name}' is a commercial provider type "
+            raise ValueError(f"{package.__name__}.{module}.FAMILY: '{family.name}' is a commercial provider type "
                              "(hub/config/settings.py's COMMERCIAL_TYPES)")
-        if family.name in families:
-            other = next(m for m, f in modules.items() if f is families[family.name])
-            raise ValueError(f"{where}.FAMILY: '{family.name}' is already {package.__name__}.{other}.FAMILY")
-        families[family.name] = family
-        modules[info.name] = family
-    return Catalog(families, modules)
+    return Catalog({f.name: f for f in modules.values()}, modules)
 
 
 CATALOG = discover(families_package)

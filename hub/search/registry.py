@@ -19,13 +19,12 @@ name starts with "_" are helpers and declare nothing."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from types import ModuleType
 
 from ..config.engine_kinds import EngineKind, EngineKinds
 from ..config.settings import Config, EngineConfig
+from ..core.plugins import plugin_modules
 from . import engines as engines_package
 from .engine import Engine, EngineContext
 from .model import ModelEngine
@@ -62,11 +61,7 @@ def discover(package: ModuleType) -> Catalog:
     api: dict[str, type[Engine]] = {}
     model: dict[str, type[ModelEngine]] = {}
     modules: dict[str, tuple[type[Engine], ...]] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        where = f"{package.__name__}.{info.name}"
+    for name, where, module in plugin_modules(package):
         found = _declared(module)
         if not found:
             raise ValueError(f"{where} declares no engine: give its class a TYPE or PROVIDER_TYPE and a KIND "
@@ -82,7 +77,7 @@ def discover(package: ModuleType) -> Catalog:
                 if not issubclass(cls, ModelEngine):
                     raise ValueError(f"{where}.{cls.__name__}: PROVIDER_TYPE is for a ModelEngine")
                 _add(model, vars(cls)["PROVIDER_TYPE"], cls, where)
-        modules[info.name] = tuple(found)
+        modules[name] = tuple(found)
     return Catalog(api, model, modules)
 
 

@@ -13,13 +13,12 @@ declare nothing."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from ..core.plugins import declarations
 from . import kinds as kinds_package
 from .base import ServerTool
 from .kind import Offering, Parts, Reading, ToolKind
@@ -37,26 +36,11 @@ class Catalog:
 def discover(package: ModuleType) -> Catalog:
     """Import every module of `package` and collect the kind each declares as TOOL. A module that
     declares none or a name declared twice is a bug: ValueError."""
-    found: dict[str, ToolKind] = {}
-    modules: dict[str, ToolKind] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        where = f"{package.__name__}.{info.name}"
-        kind = getattr(importlib.import_module(where), "TOOL", None)
-        if not isinstance(kind, ToolKind):
-            raise ValueError(f"{where} declares no server tool: give it TOOL = ToolKind(...) "
-                             "(hub/tools/registry.py), or start the module's name with '_'")
-        if not isinstance(kind.name, str) or not kind.name:
-            raise ValueError(f"{where}.TOOL: its name must be a non-empty string")
+    modules = declarations(package, "TOOL", ToolKind, "server tool", "hub/tools/registry.py")
+    for module, kind in modules.items():
         if not callable(kind.build):
-            raise ValueError(f"{where}.TOOL: build must be a callable taking the runtime's Parts")
-        if kind.name in found:
-            other = next(m for m, k in modules.items() if k is found[kind.name])
-            raise ValueError(f"{where}.TOOL: '{kind.name}' is already {package.__name__}.{other}.TOOL")
-        found[kind.name] = kind
-        modules[info.name] = kind
-    ordered = sorted(found.values(), key=lambda k: (k.order, k.name))
+            raise ValueError(f"{package.__name__}.{module}.TOOL: build must be a callable taking the runtime's Parts")
+    ordered = sorted(modules.values(), key=lambda k: (k.order, k.name))
     return Catalog({k.name: k for k in ordered}, modules)
 
 
