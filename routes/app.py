@@ -26,7 +26,8 @@ from hub.access.keys import match_key, presented_key
 from hub.config.keys import ANONYMOUS, ApiKey
 from hub.config.proxy import mask_proxy
 from hub.observability import metrics
-from hub.observability.logformat import DirectLog, access_fields
+from hub.observability.logformat import money
+from hub.observability.requests import LEDGER
 from hub.observability.trace import Trace, client_family, current_trace, ms
 from hub.runtime import Gateway
 from hub.search.metered import SearchBill
@@ -49,7 +50,6 @@ from .mcp import McpEndpoint
 from .ollama import is_ollama_path
 
 log = logging.getLogger("searchhub.http")
-access_log = DirectLog("searchhub.http")  # one line per request: the cheap path (hub/observability/logformat.py)
 GC_YOUNG = 10_000  # collect the young generation after this many new containers; see create_app
 _OPEN_PATHS = frozenset({"/health", "/metrics"})
 # The gateway's API paths: a POST to one is a model or search call (traced, drained), and each
@@ -96,7 +96,7 @@ class GatewayMiddleware:
                 status_box[0] = message["status"]
                 extra = [rid_header]
                 if bill.searches or bill.denied:  # searches that ran before the answer started
-                    extra.append((COST_HEADER, _money(bill.cost).encode()))
+                    extra.append((COST_HEADER, money(bill.cost).encode()))
                 if bill.denied and path == "/mcp":  # the tool error says it too; this is for HTTP tooling
                     extra.append((b"retry-after", str(bill.denied.retry_after).encode()))
                 message["headers"] = [*message.get("headers", []), *extra]
@@ -146,16 +146,8 @@ class GatewayMiddleware:
                 drain.leave(entry)
             if path.startswith(_API_PREFIXES) or path == "/mcp":
                 endpoint = "responses/{id}" if path.startswith("/v1/responses/") else _endpoint_name(path)
-                metrics.child(metrics.REQUESTS, endpoint, str(status_box[0])).inc()
-                elapsed = time.perf_counter() - started
-                metrics.child(metrics.REQUEST_LATENCY, endpoint).observe(elapsed)
-                if access_log.logger.isEnabledFor(logging.INFO):
-                    key_name = key.name if key else ANONYMOUS
-                    access_log.info(f"{scope['method']} {path} {status_box[0]} {elapsed * 1000:.1f} ms "
-                                    f"key={key_name} searches={bill.searches} "
-                                    f"search_cost={_money(bill.cost) if bill.cost else '0'}",
-                                    access_fields(scope["method"], path, status_box[0], elapsed, key_name,
-                                                  bill.searches, bill.cost, trace))
+                LEDGER.finished(endpoint, status_box[0], time.perf_counter() - started, scope["method"], path,
+                                key.name if key else ANONYMOUS, bill.searches, bill.cost, trace)
             if trace is not None and shared is not None:
                 trace.status = status_box[0]
                 trace.total_ms = ms(time.perf_counter() - started)
@@ -201,11 +193,6 @@ def error_message(body: bytes) -> str:
 
 
 COST_HEADER = b"x-searchhub-search-cost"
-
-
-def _money(cost: float) -> str:
-    """A cost without float noise: 0.005, 0, 1.25."""
-    return f"{cost:.6f}".rstrip("0").rstrip(".") or "0"
 
 
 async def _unauthorized(path: str, send: Send) -> None:
@@ -262,6 +249,7 @@ async def health(request: Request) -> Response:
 
 
 async def metrics_endpoint(request: Request) -> Response:
+    LEDGER.flush()  # the requests of the last moments (hub/observability/requests.py)
     request.app.state.gateway.observe_state()
     return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
@@ -400,7 +388,9 @@ class Drain:
     # --- requests -------------------------------------------------------------------------------
 
     def enter(self, scope: Scope, status: list[int], model_call: bool) -> _InFlight:
-        entry = _InFlight(asyncio.current_task(), scope, status, model_call)
+        loop = self._loop  # asyncio.current_task() without a loop asks the OS for the pid first (Python 3.11)
+        entry = _InFlight(asyncio.current_task(loop) if loop is not None else asyncio.current_task(), scope, status,
+                          model_call)
         self.requests.add(entry)
         return entry
 
@@ -533,6 +523,7 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Gateway
         finally:
             drain.uninstall()
             await gateway.stop()
+            LEDGER.flush()
             metrics.process_exit()
 
     routes = [

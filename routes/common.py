@@ -242,7 +242,7 @@ async def until_disconnect(receive: Receive, work: Awaitable[T]) -> T:
                 me.cancel()
                 return
 
-    timer = asyncio.get_running_loop().call_later(WATCH_AFTER_S, lambda: watcher.append(asyncio.ensure_future(watch())))
+    timer = me.get_loop().call_later(WATCH_AFTER_S, lambda: watcher.append(asyncio.ensure_future(watch())))
     try:
         return await work
     except asyncio.CancelledError:

@@ -37,6 +37,18 @@ def access_fields(method: str, path: str, status: int, elapsed_s: float, key: st
     return fields
 
 
+def access_message(method: str, path: str, status: int, elapsed_s: float, key: str, searches: int,
+                   cost: float) -> str:
+    """The access line's text: `POST /v1/chat/completions 200 12.3 ms key=team searches=1 search_cost=0.005`."""
+    return (f"{method} {path} {status} {elapsed_s * 1000:.1f} ms key={key} searches={searches} "
+            f"search_cost={money(cost) if cost else '0'}")
+
+
+def money(cost: float) -> str:
+    """A cost without float noise: 0.005, 0, 1.25."""
+    return f"{cost:.6f}".rstrip("0").rstrip(".") or "0"
+
+
 def wants_text(log_format: str, stream: TextIO) -> bool:
     """text | json | auto (text when the stream is a terminal)."""
     if log_format in ("text", "json"):
@@ -133,6 +145,8 @@ class LineHandler(logging.StreamHandler):
                 self.write_pending()
 
     def write_pending(self) -> None:
+        for source in _before_write:  # lines still being gathered elsewhere (hub/observability/requests.py) go first
+            source()
         if not self.pending:
             return
         with self.lock:
@@ -144,8 +158,7 @@ class LineHandler(logging.StreamHandler):
                 self.handleError(logging.makeLogRecord({"msg": text[:200], "name": "searchhub"}))
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.pending:
-            self.write_pending()
+        self.write_pending()
         super().emit(record)
 
     def flush(self) -> None:
@@ -154,6 +167,12 @@ class LineHandler(logging.StreamHandler):
 
 
 _direct: LineHandler | None = None  # the handler `searchhub serve` installed (routes/serve.py)
+_before_write: list = []  # callables that hand the handler their pending lines before it writes
+
+
+def before_write(source) -> None:
+    """`source()` is called before the handler writes anything: lines gathered elsewhere keep their order."""
+    _before_write.append(source)
 
 
 def install(handler: LineHandler | None) -> None:
@@ -183,6 +202,23 @@ class DirectLog:
             lg.info("%s", msg, extra=fields)
             return
         h.add(h.formatter.line(time.time(), "INFO", lg.name, msg, request_id_var.get(), chain_id_var.get(), fields))
+
+    def direct(self) -> bool:
+        """Whether this logger's INFO lines take the direct path (or none are written at all)."""
+        lg = self.logger
+        if not lg.isEnabledFor(logging.INFO):
+            return True
+        h = _direct
+        return h is not None and self._plain(lg, h)
+
+    def line_at(self, created: float, request_id: str, chain_id: str, msg: str, fields: dict | None = None) -> None:
+        """An INFO line made earlier (its time and ids), on the direct path when there still is one."""
+        lg = self.logger
+        h = _direct
+        if h is None or not self._plain(lg, h):
+            lg.info("%s", msg, extra=fields)
+            return
+        h.add(h.formatter.line(created, "INFO", lg.name, msg, request_id, chain_id, fields))
 
     @staticmethod
     def _plain(lg: logging.Logger, h: logging.Handler) -> bool:

@@ -1,0 +1,82 @@
+"""The record of each finished request -- its metrics and its access line -- written in batches.
+
+The HTTP middleware (routes/app.py) hands every finished API request to `LEDGER.finished`: one tuple
+appended to a list. At most FLUSH_S later, or every MAX_PENDING requests, `flush` counts them on the
+request metrics and writes their access lines (through the installed LineHandler, which writes
+them with the other lines of the moment). Done per request, the same work cost several times as much
+under load as alone: it ran between the request's own steps and kept evicting them from the CPU's
+caches (bench/README.md, "Where the c=16 gap to the floor is").
+
+What is pending is written before anything else is: a scrape of /metrics, any other log line (the
+handler asks first, so lines keep their order), the process's exit. A line written on the logging
+module's path instead of the direct one (a filter or another handler attached, e.g. pytest's caplog)
+is recorded at once, as before."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from . import logformat, metrics
+from .logctx import chain_id_var, request_id_var
+from .logformat import DirectLog, access_fields, access_message
+
+
+class RequestLedger:
+    FLUSH_S = 0.1
+    MAX_PENDING = 256
+
+    def __init__(self, log: DirectLog) -> None:
+        self.log = log
+        self.pending: list[tuple] = []
+        self._flushing = False
+
+    def finished(self, endpoint: str, status: int, elapsed_s: float, method: str, path: str, key: str,
+                 searches: int, cost: float, trace: object = None) -> None:
+        """One finished request: counted on /metrics, and its access line (hub/observability/logformat.py)."""
+        if not self.log.direct():  # the logging module's path: now, in the request's context
+            _count(endpoint, str(status), elapsed_s)
+            self.log.info(access_message(method, path, status, elapsed_s, key, searches, cost),
+                          access_fields(method, path, status, elapsed_s, key, searches, cost, trace))
+            return
+        pending = self.pending
+        pending.append((time.time(), request_id_var.get(), chain_id_var.get(), endpoint, status, elapsed_s,
+                        method, path, key, searches, cost, trace))
+        n = len(pending)
+        if n >= self.MAX_PENDING:
+            self.flush()
+        elif n == 1:
+            try:
+                asyncio.get_running_loop().call_later(self.FLUSH_S, self.flush)
+            except RuntimeError:  # no event loop to come back: now
+                self.flush()
+
+    def flush(self) -> None:
+        if not self.pending or self._flushing:
+            return
+        self._flushing = True  # writing a line may make the handler ask for what is pending again
+        try:
+            batch, self.pending = self.pending, []
+            counts: dict[tuple[str, str], int] = {}
+            for _, _, _, endpoint, status, elapsed_s, *_ in batch:
+                label = (endpoint, str(status))
+                counts[label] = counts.get(label, 0) + 1
+                metrics.child(metrics.REQUEST_LATENCY, endpoint).observe(elapsed_s)
+            for (endpoint, status), n in counts.items():
+                metrics.child(metrics.REQUESTS, endpoint, status).inc(n)
+            log = self.log
+            if log.logger.isEnabledFor(20):  # logging.INFO
+                for created, rid, cid, _, status, elapsed_s, method, path, key, searches, cost, trace in batch:
+                    log.line_at(created, rid, cid, access_message(method, path, status, elapsed_s, key, searches, cost),
+                                access_fields(method, path, status, elapsed_s, key, searches, cost, trace))
+        finally:
+            self._flushing = False
+
+
+def _count(endpoint: str, status: str, elapsed_s: float) -> None:
+    metrics.child(metrics.REQUESTS, endpoint, status).inc()
+    metrics.child(metrics.REQUEST_LATENCY, endpoint).observe(elapsed_s)
+
+
+LEDGER = RequestLedger(DirectLog("searchhub.http"))
+logformat.before_write(LEDGER.flush)
