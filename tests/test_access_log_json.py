@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from .helpers import ServeProcess
+from .helpers import ServeProcess, base_config
 from .test_web_fetch_gateway import cite_the_page, config, fetch_first_hit, hits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,3 +71,39 @@ def test_text_access_line_stays_the_human_line(tmp_path: Path, fake_model, searc
     assert len(access) == 1, lines
     assert " key=ci-bot searches=1 search_cost=0.005" in access[0] and not access[0].lstrip().startswith("{")
     assert "route" not in access[0] and SECRET not in "".join(lines)
+
+
+def test_batched_lines_keep_their_requests_ids_and_metrics_count_them_at_once(tmp_path: Path, fake_model) -> None:
+    """Access lines and request metrics are written in batches (hub/observability/requests.py): more
+    requests than one batch holds each get their own line with their own request id and status, and a
+    scrape right after the last answer counts every one of them."""
+    fake_model.default = {"content": "ok"}
+    cfg = base_config(fake_model.url, webSearch={"enabled": False})
+    serve = ServeProcess(tmp_path, cfg, log_format="json")
+    sent: dict[str, int] = {}
+    try:
+        serve.wait_for("Application startup complete")
+        with httpx.Client(base_url=serve.url, timeout=30) as client:
+            for i in range(300):  # more than one batch (MAX_PENDING 256)
+                rid = f"req-batch-{i}"
+                body = {"model": "default", "messages": [{"role": "user", "content": "hi"}]}
+                if i % 7 == 0:
+                    body = {"model": "default", "messages": "not a list"}  # a 400 among them
+                r = client.post("/v1/chat/completions", json=body, headers={"x-request-id": rid})
+                assert r.headers["x-request-id"] == rid
+                sent[rid] = r.status_code
+            scrape = client.get("/metrics").text
+        counted = {status: sum(float(line.rsplit(" ", 1)[1]) for line in scrape.splitlines()
+                               if line.startswith("searchhub_requests_total{")
+                               and 'endpoint="completions"' in line and f'status="{status}"' in line)
+                   for status in (200, 400)}
+        assert sorted(set(sent.values())) == [200, 400]
+        assert counted == {200: sum(s == 200 for s in sent.values()), 400: sum(s == 400 for s in sent.values())}
+    finally:
+        lines = serve.stop()
+    access = {}
+    for line in lines:
+        entry = json.loads(line) if line.startswith("{") else {}
+        if entry.get("logger") == "searchhub.http" and entry.get("path") == "/v1/chat/completions":
+            access[entry["request_id"]] = entry["status"]
+    assert access == sent

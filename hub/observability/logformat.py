@@ -28,12 +28,11 @@ def access_fields(method: str, path: str, status: int, elapsed_s: float, key: st
     fields = {"method": method, "path": path, "status": status, "duration_ms": int(elapsed_s * 10000 + 0.5) / 10,
               "key": key, "searches": searches, "search_cost": round(cost, 6) if cost else 0}
     if trace is not None:
-        route, target = getattr(trace, "route", None), getattr(trace, "target", None)
+        route, target, fields["fetches"] = _trace_fields(trace, fetch_tool)
         if route is not None:
             fields["route"] = route
         if target is not None:
             fields["target"] = target
-        fields["fetches"] = sum(1 for call in getattr(trace, "calls", ()) if call.tool == fetch_tool)
     return fields
 
 
@@ -47,6 +46,39 @@ def access_message(method: str, path: str, status: int, elapsed_s: float, key: s
 def money(cost: float) -> str:
     """A cost without float noise: 0.005, 0, 1.25."""
     return f"{cost:.6f}".rstrip("0").rstrip(".") or "0"
+
+
+class AccessEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The access line in the JSON format: the keys JsonFormatter.line writes for it, in its order
+    (a key whose value is None is left out), encoded many at once (`JsonFormatter.access_lines`)."""
+
+    ts: str
+    level: str
+    logger: str
+    msg: str
+    request_id: str
+    chain_id: str | None = None
+    method: str
+    path: str
+    status: int
+    duration_ms: float
+    route: str | None = None
+    target: str | None = None
+    key: str
+    searches: int
+    fetches: int | None = None
+    search_cost: float
+
+
+_encode_lines = msgspec.json.Encoder().encode_lines
+
+
+def _trace_fields(trace: object, fetch_tool: str = "web_fetch") -> tuple[str | None, str | None, int | None]:
+    """route, target and fetches of an access line, from the request's trace (None without one)."""
+    if trace is None:
+        return None, None, None
+    return (getattr(trace, "route", None), getattr(trace, "target", None),
+            sum(1 for call in getattr(trace, "calls", ()) if call.tool == fetch_tool))
 
 
 def wants_text(log_format: str, stream: TextIO) -> bool:
@@ -76,6 +108,12 @@ class TextFormatter(logging.Formatter):
         where = f" [{' '.join(ids)}]" if ids else ""
         return f"{clock[1]}.{int((created - second) * 1000):03d} {_LEVELS.get(level, level)} {logger}{where} {msg}"
 
+    def access_lines(self, logger: str, batch: list[tuple]) -> str:
+        """Access lines for people (`hub/observability/requests.py`'s records): the fields are in the text."""
+        return "".join(self.line(created, "INFO", logger, access_message(method, path, status, elapsed_s, key,
+                                                                          searches, cost), rid, cid) + "\n"
+                       for created, rid, cid, _, status, elapsed_s, method, path, key, searches, cost, _ in batch)
+
     def format(self, record: logging.LogRecord) -> str:
         line = self.line(record.created, record.levelname, record.name, record.getMessage(),
                          getattr(record, "request_id", "-"), getattr(record, "chain_id", "-"))
@@ -90,13 +128,30 @@ class JsonFormatter(logging.Formatter):
 
     _stamp: tuple[int, str] = (-1, "")
 
-    def line(self, created: float, level: str, logger: str, msg: str, request_id: str, chain_id: str,
-             fields: dict | None = None, exc: str | None = None) -> str:
+    def ts(self, created: float) -> str:
         second = int(created)
         stamp = self._stamp
         if stamp[0] != second:
             stamp = self._stamp = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-        entry = {"ts": f"{stamp[1]}.{int((created - second) * 1000):03d}Z", "level": level.lower(),
+        return f"{stamp[1]}.{int((created - second) * 1000):03d}Z"
+
+    def access_lines(self, logger: str, batch: list[tuple]) -> str:
+        """The access lines of `hub/observability/requests.py`'s records: what `line(..., fields=
+        access_fields(...))` writes for each, built as Structs and encoded in one call."""
+        entries = []
+        for created, rid, cid, _, status, elapsed_s, method, path, key, searches, cost, trace in batch:
+            route, target, fetches = _trace_fields(trace)
+            entries.append(AccessEntry(
+                ts=self.ts(created), level="info", logger=logger,
+                msg=access_message(method, path, status, elapsed_s, key, searches, cost), request_id=rid,
+                chain_id=None if cid == "-" else cid, method=method, path=path, status=status,
+                duration_ms=int(elapsed_s * 10000 + 0.5) / 10, route=route, target=target, key=key,
+                searches=searches, fetches=fetches, search_cost=round(cost, 6) if cost else 0))
+        return _encode_lines(entries).decode()
+
+    def line(self, created: float, level: str, logger: str, msg: str, request_id: str, chain_id: str,
+             fields: dict | None = None, exc: str | None = None) -> str:
+        entry = {"ts": self.ts(created), "level": level.lower(),
                  "logger": logger, "msg": msg, "request_id": request_id}
         if chain_id != "-":
             entry["chain_id"] = chain_id
@@ -143,6 +198,13 @@ class LineHandler(logging.StreamHandler):
                 asyncio.get_running_loop().call_later(self.FLUSH_S, self.write_pending)
             except RuntimeError:  # no event loop to come back: write now
                 self.write_pending()
+
+    def add_text(self, text: str) -> None:
+        """Many lines at once, each ending with a newline (hub/observability/requests.py's batch):
+        written now, after what was waiting, in one write."""
+        with self.lock:
+            self.pending.append(text)
+        self.write_pending()
 
     def write_pending(self) -> None:
         for source in _before_write:  # lines still being gathered elsewhere (hub/observability/requests.py) go first
@@ -211,14 +273,17 @@ class DirectLog:
         h = _direct
         return h is not None and self._plain(lg, h)
 
-    def line_at(self, created: float, request_id: str, chain_id: str, msg: str, fields: dict | None = None) -> None:
-        """An INFO line made earlier (its time and ids), on the direct path when there still is one."""
+    def access_lines(self, batch: list[tuple]) -> None:
+        """Access lines made earlier (hub/observability/requests.py's records, with their time and ids), on
+        the direct path when there still is one, else one logging record each."""
         lg = self.logger
         h = _direct
-        if h is None or not self._plain(lg, h):
-            lg.info("%s", msg, extra=fields)
+        if h is not None and self._plain(lg, h) and hasattr(h.formatter, "access_lines"):
+            h.add_text(h.formatter.access_lines(lg.name, batch))
             return
-        h.add(h.formatter.line(created, "INFO", lg.name, msg, request_id, chain_id, fields))
+        for _, _, _, _, status, elapsed_s, method, path, key, searches, cost, trace in batch:
+            lg.info("%s", access_message(method, path, status, elapsed_s, key, searches, cost),
+                    extra=access_fields(method, path, status, elapsed_s, key, searches, cost, trace))
 
     @staticmethod
     def _plain(lg: logging.Logger, h: logging.Handler) -> bool:

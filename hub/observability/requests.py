@@ -64,11 +64,8 @@ class RequestLedger:
                 metrics.child(metrics.REQUEST_LATENCY, endpoint).observe(elapsed_s)
             for (endpoint, status), n in counts.items():
                 metrics.child(metrics.REQUESTS, endpoint, status).inc(n)
-            log = self.log
-            if log.logger.isEnabledFor(20):  # logging.INFO
-                for created, rid, cid, _, status, elapsed_s, method, path, key, searches, cost, trace in batch:
-                    log.line_at(created, rid, cid, access_message(method, path, status, elapsed_s, key, searches, cost),
-                                access_fields(method, path, status, elapsed_s, key, searches, cost, trace))
+            if self.log.logger.isEnabledFor(20):  # logging.INFO
+                self.log.access_lines(batch)
         finally:
             self._flushing = False
 
