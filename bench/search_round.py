@@ -276,8 +276,15 @@ def main(argv: list[str] | None = None) -> int:
         for i, cmd in enumerate(args.gateway_b):
             cfg = harness.gateway_config(fake_url, search_url=fake_url)
             cfg["webSearch"]["cacheTtlMs"] = args.cache_ttl_ms
+            cfg["webSearch"]["readPages"] = {"enabled": args.read_pages == "on"}
             name = f"gateway-{'bcdefgh'[i]}"
-            p = harness.start_gateway(tmp, cfg, name, shlex.split(cmd))
+            try:  # the same reading setting as the gateway's, or an A/B would compare reading with not
+                p = harness.start_gateway(tmp, cfg, name, shlex.split(cmd))
+            except SystemExit as e:
+                if "readPages" not in str(e):
+                    raise
+                del cfg["webSearch"]["readPages"]  # a build older than readPages: it never reads
+                p = harness.start_gateway(tmp, cfg, name, shlex.split(cmd))
             gateways[name] = (p, f"http://127.0.0.1:{p.port}")
         harness.log(f"fake backend {fake_url}, gateways {[g[1] for g in gateways.values()]}, logs in {tmp}")
         profilers = [harness.start_profiler(p, Path(args.profile) / f"{name}.txt")
