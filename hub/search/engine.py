@@ -37,8 +37,10 @@ class EngineContext:
 
 
 class Engine:
-    """Base of all engines. search() never raises for anything a provider can do. What an engines.json
-    entry of each kind must carry, and whose index it searches, is declared in hub/config/engine_kinds.py."""
+    """Base of all engines. search() never raises for anything a provider can do. Each engine class
+    declares its name (TYPE, or PROVIDER_TYPE for a model) and its KIND: what an engines.json entry of
+    it must carry and whose index it searches (hub/config/engine_kinds.py's EngineKind; found by
+    hub/search/registry.py)."""
 
     MAX_COUNT: ClassVar[int] = 50  # the most results the service itself returns per call
 
