@@ -5,14 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 
-def str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def str_or_empty(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def text_of(content: Any, sep: str = "\n", *, any_part: bool = False) -> str:
     """The text of chat message content: a string, or the `text` parts of a list joined with sep
     (with any_part, every part that has a string `text`, whatever its type)."""

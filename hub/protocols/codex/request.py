@@ -40,11 +40,6 @@ UNSUPPORTED = ("image_query", "screenshot", "finance", "weather", "sports")
 # ---------------------------------------------------------------- wire structs (lenient at the edges)
 
 
-class Filters(msgspec.Struct):
-    allowed_domains: Any = None
-    blocked_domains: Any = None
-
-
 class Settings(msgspec.Struct):
     external_web_access: Any = None
     user_location: Any = None
