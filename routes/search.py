@@ -23,7 +23,7 @@ from hub.search.base import (
 )
 from hub.search.metered import MeteredSearch
 
-from .common import caller, expected_error, openai_error, read_json, runtime
+from .common import caller, cancel_on_disconnect, expected_error, openai_error, read_json, runtime
 
 log = logging.getLogger("searchhub.search")
 
@@ -45,12 +45,8 @@ async def search(request: Request) -> Response:
         rt = runtime(request)
         req = convert(await read_json(request, rt.config.server.max_body_bytes), SearchRequest,
                       what="search request")
-        result = await metered(request).search(req)
-        if not result.ok:
-            raise search_error(result, request)
-        if req.read_pages and rt.reader is not None:  # off unless asked: webSearch.readPages says how
-            reading = rt.config.web_search.limits.read_pages
-            result = await rt.reader.read(result, req.query, replace(reading, enabled=True), caller(request)[0])
+        # watched from here on: a client that leaves stops the engines' calls and the page reads
+        result = await cancel_on_disconnect(request, _searched(request, rt, req))
         return JSONResponse({"object": "search.result", **result.to_document(), "cost": result.cost})
     except Exception as e:
         if not expected_error(e):
@@ -63,14 +59,23 @@ async def open_webui_search(request: Request) -> Response:
         rt = runtime(request)
         body = convert(await read_json(request, rt.config.server.max_body_bytes), OpenWebUIBody,
                        what="search request")
-        result = await metered(request).search(SearchRequest(body.query, body.count))
-        if not result.ok:
-            raise search_error(result, request)
+        result = await cancel_on_disconnect(request, _searched(request, rt, SearchRequest(body.query, body.count)))
         return JSONResponse([{"link": h.url, "title": h.title, "snippet": h.snippet} for h in result.hits])
     except Exception as e:
         if not expected_error(e):
             log.exception("search failed")
         return openai_error(e)
+
+
+async def _searched(request: Request, rt, req: SearchRequest) -> SearchResult:
+    """The search, its pages read when asked; a failed search is its HTTP error."""
+    result = await metered(request).search(req)
+    if not result.ok:
+        raise search_error(result, request)
+    if req.read_pages and rt.reader is not None:  # off unless asked: webSearch.readPages says how
+        reading = rt.config.web_search.limits.read_pages
+        result = await rt.reader.read(result, req.query, replace(reading, enabled=True), caller(request)[0])
+    return result
 
 
 def search_error(result: SearchResult, request: Request) -> GatewayError:

@@ -327,3 +327,37 @@ def test_a_request_asked_whole_is_not_held_to_the_first_token_deadline(gateway, 
     with httpx.stream("POST", gw.url + "/v1/chat/completions", json=body, timeout=10) as r:
         assert r.status_code == 200
         assert "fine" in sse_text(r)
+
+
+@pytest.mark.parametrize("path", ["/v1/search", "/v1/search/open-webui"])
+def test_a_client_leaving_a_search_stops_the_engines_call(gateway, raw, path) -> None:
+    """POST /v1/search and Open WebUI's search are watched like the model endpoints: a client that
+    hangs up while the engine is still answering closes the engine's request at once, not at the
+    engine's timeoutMs (30 s here), and the next search is served."""
+    stalls = {"on": True}
+
+    def engine(req) -> list:
+        if stalls["on"]:
+            return slow_json()
+        data = json.dumps({"results": [{"url": "https://example.com/a", "title": "A", "content": "a"}]}).encode()
+        return [b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close"
+                b"\r\n\r\n" % len(data) + data, None]
+
+    up = raw(engine)
+    cfg = base_config(up.url + "/v1")
+    cfg["webSearch"] = {"engines": [{"id": "sx", "type": "searxng", "baseURL": up.url, "timeoutMs": 30000}],
+                        "cacheTtlMs": 0, "readPages": {"enabled": False}}
+    gw = gateway(cfg)
+    before = len(up.requests)
+    s = send_and_abandon(gw.url, path, {"query": "kestrel bridge"})
+    try:
+        wait_for(lambda: len(up.requests) > before, 10)
+        time.sleep(0.2)
+        assert up.open_now == 1  # the engine is still answering
+    finally:
+        s.close()
+    assert wait_for(lambda: up.open_now == 0, 1.0) < 1.0  # closed with the client, not at timeoutMs
+    stalls["on"] = False
+    r = httpx.post(gw.url + path, json={"query": "kestrel bridge"}, timeout=10)
+    assert r.status_code == 200, r.text
+    assert "example.com/a" in r.text
