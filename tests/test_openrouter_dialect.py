@@ -155,3 +155,23 @@ def test_adapt_never_raises_and_takes_out_only_the_dialect(body):
         {k: v for k, v in body.items() if k not in ("model", "plugins", "tools", "tool_choice", "parallel_tool_calls")}
     if out is body:
         assert opts == Options()
+
+
+@pytest.mark.parametrize("how", ["tool", "plugin"])
+@pytest.mark.parametrize(("engine", "runs_on"), [("SearXNG", "searxng"), ("parallel", "default"), ("native", "default")])
+def test_an_engine_name_is_ours_or_the_default_never_a_failed_search(gateway, fake_model, search_fakes, how, engine,
+                                                                      runs_on):
+    """OpenRouter's `engine` (on the tool or the web plugin) names one of our engines in any case, or
+    else means our default engine: a name we do not have never fails the search."""
+    cfg = config(fake_model.url, search_fakes)
+    cfg["webSearch"]["engines"] = [{**searxng_engine(search_fakes, id="backup"), "default": True},
+                                   searxng_engine(search_fakes)]  # the default is "backup", not "searxng"
+    gw = gateway(cfg)
+    fake_model.default = search_then_cite
+    extra = ({"tools": [{"type": "openrouter:web_search", "parameters": {"engine": engine}}]} if how == "tool"
+             else {"extra_body": {"plugins": [{"id": "web", "engine": engine}]}})
+    r = client(gw).chat.completions.create(model="default", messages=[{"role": "user", "content": NEUTRAL}], **extra)
+    assert "41,862" in r.choices[0].message.content
+    result = json.loads([m for m in fake_model.requests[-1]["messages"] if m["role"] == "tool"][0]["content"])
+    assert "error" not in result, result
+    assert result["engine"] == ("searxng" if runs_on == "searxng" else "backup")

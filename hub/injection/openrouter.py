@@ -75,6 +75,8 @@ def adapt(body: dict, opts: Options, engine_ids: frozenset[str] = frozenset()) -
         search = replace(search, max_results=count)
     if dialect.engine is not None and search is not None:
         search = replace(search, engine=dialect.engine)
+    if search is not None and search.engine is not None:  # the tool's engine, like the plugin's: ours or none
+        search = replace(search, engine=_ours(search.engine, engine_ids))
     if search is not None:
         hosted[WEB_SEARCH] = search
     return body, replace(opts, force_search=force, hosted=hosted, citation_content=True)
@@ -102,9 +104,23 @@ def _plugins(plugins: Any, dialect: Dialect, engine_ids: frozenset[str]) -> Dial
         dialect = replace(
             dialect, online=True,
             max_results=_count(count) if count is not None else dialect.max_results,
-            engine=engine if isinstance(engine, str) and engine in engine_ids else dialect.engine,
+            engine=_ours(engine, engine_ids) or dialect.engine,
         )
     return dialect
+
+
+def _ours(engine: Any, engine_ids: frozenset[str]) -> str | None:
+    """The engine of ours an OpenRouter `engine` names (exactly or in another case), or None: its own
+    engines ("native", "exa", …) and names we do not have mean the default engine, never a failed search."""
+    if not isinstance(engine, str) or not engine.strip():
+        return None
+    if engine in engine_ids:
+        return engine
+    folded = engine.strip().casefold()
+    found = next((e for e in engine_ids if e.casefold() == folded), None)
+    if found is None:
+        log.info("OpenRouter engine %r is not one of ours; the default engine searches", engine[:40])
+    return found
 
 
 def _count(value: Any) -> int | None:
