@@ -117,10 +117,24 @@ def stop_all() -> None:
             STARTED.pop().stop()
 
 
+PIN: list[bool] = [False]  # --pin: load makers on CPU 0, each server under test on CPU 1
+_LOAD_MAKERS = ("fake-backend", "redis", "wrk")
+
+
+def pinned(name: str):
+    """With --pin, a preexec_fn that puts `name`'s process on its CPU: the load makers (the fake, redis,
+    wrk) share CPU 0 and every server under test runs alone on CPU 1, so targets measured one after
+    the other get the same CPU and the scheduler cannot move them. None without --pin."""
+    if not PIN[0] or (os.cpu_count() or 1) < 2:
+        return None
+    cpu = 0 if name in _LOAD_MAKERS else 1
+    return lambda: os.sched_setaffinity(0, {cpu})
+
+
 def spawn(name: str, cmd: list[str], port: int, tmp: Path, env: dict | None = None) -> Proc:
     log_path = tmp / f"{name}.log"
     out = open(log_path, "wb")
-    popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+    popen = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, preexec_fn=pinned(name),
                              env={**os.environ, **(env or {})}, start_new_session=True)
     p = Proc(name, popen, port, log_path)
     STARTED.append(p)
@@ -331,7 +345,7 @@ def lua_script(tmp: Path, name: str, body: dict) -> Path:
 
 def run_wrk(wrk: str, url: str, script: Path, conns: int, duration: int) -> dict:
     cmd = [wrk, "-t1", f"-c{conns}", f"-d{duration}s", "--timeout", "10s", "-s", str(script), url]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60, preexec_fn=pinned("wrk"))
     for line in out.stdout.splitlines():
         if line.startswith("WRKJSON "):
             r = json.loads(line[8:])
@@ -575,6 +589,8 @@ def report(results: dict, rss: dict, targets: list[str], modes: list[str], concs
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="1 round, 1 s cells")
+    ap.add_argument("--pin", action="store_true",
+                    help="load makers (fake, redis, wrk) on CPU 0, each server under test alone on CPU 1")
     ap.add_argument("--only", choices=["nonstream", "stream"])
     ap.add_argument("--targets", default=",".join(ALL_TARGETS), help="comma list of " + ", ".join(ALL_TARGETS))
     ap.add_argument("--concurrency", default="1,16,64")
@@ -600,6 +616,9 @@ def main(argv: list[str] | None = None) -> int:
                          "summarize with bench/profile_summary.py. Profiles perturb timings: measure without it")
     ap.add_argument("--profile-gil", action="store_true", help="with --profile: sample only while the GIL is held")
     args = ap.parse_args(argv)
+    if args.pin and (os.cpu_count() or 1) >= 2:
+        PIN[0] = True
+        os.sched_setaffinity(0, {0})  # this process (its TTFB prober) is a load maker too
     if args.quick:
         args.rounds, args.duration, args.ttfb_duration = 1, 1, 0.5
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
