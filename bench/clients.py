@@ -92,6 +92,24 @@ def body_for(mode: str) -> bytes:
 
 
 # ----------------------------------------------------------------------------- candidates
+
+
+def check(status: int) -> None:
+    if status != 200:
+        raise RuntimeError(f"HTTP {status}")
+
+
+async def drain(chunks, first, keep: list | None) -> int:
+    """Read a streamed body to its end: its length; `first()` at the first bytes, each chunk kept in
+    `keep` when given. The same loop for every candidate that yields chunks with `async for`."""
+    n = 0
+    async for chunk in chunks:
+        if not n:
+            first()
+        n += len(chunk)
+        if keep is not None:
+            keep.append(bytes(chunk))
+    return n
 #
 # Each is an object with `nonstream(body) -> bytes-like`, `stream(body, first, keep=None) -> int` (the body's
 # length; `first()` is called once, when the first body bytes arrive) and `close()`. Built inside
@@ -116,24 +134,16 @@ class Gateway:
     async def nonstream(self, body: bytes):
         resp = await self.client.request_direct(self.url, body, HEADERS, self.timeout)
         try:
-            if resp.status != 200:
-                raise RuntimeError(f"HTTP {resp.status}")
+            check(resp.status)
             return await resp.read()
         finally:
             resp.release()
 
     async def stream(self, body: bytes, first, keep: list | None = None) -> int:
         resp = await self.client.request_direct(self.url, body, HEADERS, self.timeout)
-        n = 0
         try:
-            if resp.status != 200:
-                raise RuntimeError(f"HTTP {resp.status}")
-            async for chunk in resp.content.iter_any():
-                if not n:
-                    first()
-                n += len(chunk)
-                if keep is not None:
-                    keep.append(bytes(chunk))
+            check(resp.status)
+            n = await drain(resp.content.iter_any(), first, keep)
         finally:
             resp.release()
         return n
@@ -150,21 +160,13 @@ class HttpxAPI:
 
     async def nonstream(self, body: bytes):
         r = await self.client.post(self.url, content=body, headers=HEADERS)
-        if r.status_code != 200:
-            raise RuntimeError(f"HTTP {r.status_code}")
+        check(r.status_code)
         return r.content
 
     async def stream(self, body: bytes, first, keep: list | None = None) -> int:
-        n = 0
         async with self.client.stream("POST", self.url, content=body, headers=HEADERS) as r:
-            if r.status_code != 200:
-                raise RuntimeError(f"HTTP {r.status_code}")
-            async for chunk in r.aiter_bytes():
-                if not n:
-                    first()
-                n += len(chunk)
-                if keep is not None:
-                    keep.append(bytes(chunk))
+            check(r.status_code)
+            n = await drain(r.aiter_bytes(), first, keep)
         return n
 
     async def close(self) -> None:
@@ -197,21 +199,13 @@ class Aiohttp:
 
     async def nonstream(self, body: bytes):
         async with self.session.post(self.url, data=body, headers=HEADERS) as r:
-            if r.status != 200:
-                raise RuntimeError(f"HTTP {r.status}")
+            check(r.status)
             return await r.read()
 
     async def stream(self, body: bytes, first, keep: list | None = None) -> int:
-        n = 0
         async with self.session.post(self.url, data=body, headers=HEADERS) as r:
-            if r.status != 200:
-                raise RuntimeError(f"HTTP {r.status}")
-            async for chunk in r.content.iter_any():
-                if not n:
-                    first()
-                n += len(chunk)
-                if keep is not None:
-                    keep.append(bytes(chunk))
+            check(r.status)
+            n = await drain(r.content.iter_any(), first, keep)
         return n
 
     async def close(self) -> None:
@@ -231,8 +225,7 @@ class Pyreqwest:
 
     async def nonstream(self, body: bytes):
         r = await self.client.post(self.url).headers(HEADERS).body_bytes(body).build().send()
-        if r.status != 200:
-            raise RuntimeError(f"HTTP {r.status}")
+        check(r.status)
         return await r.bytes()
 
     async def stream(self, body: bytes, first, keep: list | None = None) -> int:
@@ -241,8 +234,7 @@ class Pyreqwest:
         # 64 KiB of body or its end have arrived, so a model's stream would arrive whole at its end
         async with (self.client.post(self.url).headers(HEADERS).body_bytes(body).streamed_read_buffer_limit(0)
                     .build_streamed()) as r:
-            if r.status != 200:
-                raise RuntimeError(f"HTTP {r.status}")
+            check(r.status)
             reader = r.body_reader
             while (chunk := await reader.read_chunk()) is not None:
                 if not n:
@@ -278,21 +270,13 @@ class Httpcore:
 
     async def nonstream(self, body: bytes):
         r = await self.pool.request("POST", self.url, headers=self.headers, content=body, extensions=self.ext)
-        if r.status != 200:
-            raise RuntimeError(f"HTTP {r.status}")
+        check(r.status)
         return r.content
 
     async def stream(self, body: bytes, first, keep: list | None = None) -> int:
-        n = 0
         async with self.pool.stream("POST", self.url, headers=self.headers, content=body, extensions=self.ext) as r:
-            if r.status != 200:
-                raise RuntimeError(f"HTTP {r.status}")
-            async for chunk in r.aiter_stream():
-                if not n:
-                    first()
-                n += len(chunk)
-                if keep is not None:
-                    keep.append(bytes(chunk))
+            check(r.status)
+            n = await drain(r.aiter_stream(), first, keep)
         return n
 
     async def close(self) -> None:
@@ -312,21 +296,13 @@ class Aiosonic:
 
     async def nonstream(self, body: bytes):
         r = await self.client.post(self.url, data=body, headers=HEADERS)
-        if r.status_code != 200:
-            raise RuntimeError(f"HTTP {r.status_code}")
+        check(r.status_code)
         return await r.content()
 
     async def stream(self, body: bytes, first, keep: list | None = None) -> int:
-        n = 0
         r = await self.client.request(self.url, "POST", headers=HEADERS, data=body, stream=True)
-        if r.status_code != 200:
-            raise RuntimeError(f"HTTP {r.status_code}")
-        async for chunk in r.read_chunks():
-            if not n:
-                first()
-            n += len(chunk)
-            if keep is not None:
-                keep.append(bytes(chunk))
+        check(r.status_code)
+        n = await drain(r.read_chunks(), first, keep)
         return n
 
     async def close(self) -> None:
@@ -343,22 +319,14 @@ class CurlCffi:
 
     async def nonstream(self, body: bytes):
         r = await self.session.post(self.url, data=body, headers=HEADERS)
-        if r.status_code != 200:
-            raise RuntimeError(f"HTTP {r.status_code}")
+        check(r.status_code)
         return r.content
 
     async def stream(self, body: bytes, first, keep: list | None = None) -> int:
-        n = 0
         r = await self.session.post(self.url, data=body, headers=HEADERS, stream=True)
         try:
-            if r.status_code != 200:
-                raise RuntimeError(f"HTTP {r.status_code}")
-            async for chunk in r.aiter_content():
-                if not n:
-                    first()
-                n += len(chunk)
-                if keep is not None:
-                    keep.append(bytes(chunk))
+            check(r.status_code)
+            n = await drain(r.aiter_content(), first, keep)
         finally:
             await r.aclose()
         return n
@@ -377,22 +345,14 @@ class Rnet:
 
     async def nonstream(self, body: bytes):
         r = await self.client.post(self.url, body=body, headers=HEADERS)
-        if r.status_code.as_int() != 200:
-            raise RuntimeError(f"HTTP {r.status_code}")
+        check(r.status_code.as_int())
         return await r.bytes()
 
     async def stream(self, body: bytes, first, keep: list | None = None) -> int:
-        n = 0
         r = await self.client.post(self.url, body=body, headers=HEADERS)
-        if r.status_code.as_int() != 200:
-            raise RuntimeError(f"HTTP {r.status_code}")
+        check(r.status_code.as_int())
         async with r.stream() as s:
-            async for chunk in s:
-                if not n:
-                    first()
-                n += len(chunk)
-                if keep is not None:
-                    keep.append(bytes(chunk))
+            n = await drain(s, first, keep)
         return n
 
     async def close(self) -> None:
@@ -409,22 +369,14 @@ class Niquests:
 
     async def nonstream(self, body: bytes):
         r = await self.session.post(self.url, data=body, headers=HEADERS)
-        if r.status_code != 200:
-            raise RuntimeError(f"HTTP {r.status_code}")
+        check(r.status_code)
         return r.content
 
     async def stream(self, body: bytes, first, keep: list | None = None) -> int:
-        n = 0
         r = await self.session.post(self.url, data=body, headers=HEADERS, stream=True)
         try:
-            if r.status_code != 200:
-                raise RuntimeError(f"HTTP {r.status_code}")
-            async for chunk in await r.iter_content():
-                if not n:
-                    first()
-                n += len(chunk)
-                if keep is not None:
-                    keep.append(bytes(chunk))
+            check(r.status_code)
+            n = await drain(await r.iter_content(), first, keep)
         finally:
             await r.close()
         return n
