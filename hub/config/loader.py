@@ -17,14 +17,13 @@ from urllib.parse import unquote
 
 import jsonschema
 
-from ..config.keys import parse_keys
-from ..config.proxy import DIRECT, parse_proxy
-from ..config.quirks import BackendFamily
-from ..config.quirks import resolve as resolve_quirks
-from ..config.side_requests import compile_side_config
 from .engine_kinds import EngineKind, EngineKinds
 from .env import env_names, expand_env, format_path
+from .keys import parse_keys
 from .plugins import Plugins, unknown_names
+from .proxy import DIRECT, parse_proxy
+from .quirks import BackendFamily
+from .quirks import resolve as resolve_quirks
 from .settings import (
     FIRST_TOKEN_TIMEOUT_MS,
     SEARCH_ROUTE,
@@ -44,6 +43,7 @@ from .settings import (
     WebFetchConfig,
     WebSearchConfig,
 )
+from .side_requests import compile_side_config
 
 SCHEMA_PATH = Path(__file__).with_name("engines.schema.json")
 

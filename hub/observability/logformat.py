@@ -138,15 +138,11 @@ class JsonFormatter(logging.Formatter):
     def access_lines(self, logger: str, batch: list[tuple]) -> str:
         """The access lines of `hub/observability/requests.py`'s records: what `line(..., fields=
         access_fields(...))` writes for each, built as Structs and encoded in one call."""
-        entries = []
-        for created, rid, cid, _, status, elapsed_s, method, path, key, searches, cost, trace in batch:
-            route, target, fetches = _trace_fields(trace)
-            entries.append(AccessEntry(
-                ts=self.ts(created), level="info", logger=logger,
-                msg=access_message(method, path, status, elapsed_s, key, searches, cost), request_id=rid,
-                chain_id=None if cid == "-" else cid, method=method, path=path, status=status,
-                duration_ms=int(elapsed_s * 10000 + 0.5) / 10, route=route, target=target, key=key,
-                searches=searches, fetches=fetches, search_cost=round(cost, 6) if cost else 0))
+        entries = [AccessEntry(ts=self.ts(created), level="info", logger=logger, request_id=rid,
+                               msg=access_message(method, path, status, elapsed_s, key, searches, cost),
+                               chain_id=None if cid == "-" else cid,
+                               **access_fields(method, path, status, elapsed_s, key, searches, cost, trace))
+                   for created, rid, cid, _, status, elapsed_s, method, path, key, searches, cost, trace in batch]
         return _encode_lines(entries).decode()
 
     def line(self, created: float, level: str, logger: str, msg: str, request_id: str, chain_id: str,
