@@ -23,7 +23,7 @@ from hub.core.errors import GatewayError, NotFound
 from hub.protocols import ollama
 
 from .common import as_gateway_error, caller, cancel_on_disconnect, expected_error, read_json, runtime
-from .search import search_error
+from .search import searched
 
 log = logging.getLogger("searchhub.ollama")
 PREFIX = "/api/"
@@ -45,17 +45,8 @@ async def web_search(request: Request) -> Response:
     try:
         rt = runtime(request)
         req = ollama.search_request(await read_json(request, rt.config.server.max_body_bytes))
-        key, bill = caller(request)
-
-        async def searched():
-            result = await rt.metered(key, bill).search(req)
-            if not result.ok:
-                raise search_error(result, request)
-            if rt.reader is not None:  # reads nothing when webSearch.readPages is off
-                result = await rt.reader.read(result, req.query, rt.config.web_search.limits.read_pages, key)
-            return result
-
-        result = await cancel_on_disconnect(request, searched())
+        # the pages are read as webSearch.readPages says (nothing when it is off)
+        result = await cancel_on_disconnect(request, searched(request, rt, req, rt.config.web_search.limits.read_pages))
         return JSONResponse(ollama.search_results(result, req.count or ollama.MAX_RESULTS))
     except Exception as e:
         if not expected_error(e):

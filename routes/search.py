@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from hub.config import ReadPages
 from hub.core.errors import BadRequest, GatewayError
 from hub.core.wire import convert
 from hub.search.base import (
@@ -21,7 +22,6 @@ from hub.search.base import (
     SearchRequest,
     SearchResult,
 )
-from hub.search.metered import MeteredSearch
 
 from .common import caller, cancel_on_disconnect, expected_error, openai_error, read_json, runtime
 
@@ -35,18 +35,15 @@ class OpenWebUIBody(msgspec.Struct):
     count: int | None = None
 
 
-def metered(request: Request) -> MeteredSearch:
-    key, bill = caller(request)
-    return runtime(request).metered(key, bill)
-
-
 async def search(request: Request) -> Response:
     try:
         rt = runtime(request)
         req = convert(await read_json(request, rt.config.server.max_body_bytes), SearchRequest,
                       what="search request")
-        # watched from here on: a client that leaves stops the engines' calls and the page reads
-        result = await cancel_on_disconnect(request, _searched(request, rt, req))
+        # off unless asked: webSearch.readPages says how. Watched from here on: a client that leaves
+        # stops the engines' calls and the page reads
+        reading = replace(rt.config.web_search.limits.read_pages, enabled=True) if req.read_pages else None
+        result = await cancel_on_disconnect(request, searched(request, rt, req, reading))
         return JSONResponse({"object": "search.result", **result.to_document(), "cost": result.cost})
     except Exception as e:
         if not expected_error(e):
@@ -59,7 +56,7 @@ async def open_webui_search(request: Request) -> Response:
         rt = runtime(request)
         body = convert(await read_json(request, rt.config.server.max_body_bytes), OpenWebUIBody,
                        what="search request")
-        result = await cancel_on_disconnect(request, _searched(request, rt, SearchRequest(body.query, body.count)))
+        result = await cancel_on_disconnect(request, searched(request, rt, SearchRequest(body.query, body.count), None))
         return JSONResponse([{"link": h.url, "title": h.title, "snippet": h.snippet} for h in result.hits])
     except Exception as e:
         if not expected_error(e):
@@ -67,14 +64,15 @@ async def open_webui_search(request: Request) -> Response:
         return openai_error(e)
 
 
-async def _searched(request: Request, rt, req: SearchRequest) -> SearchResult:
-    """The search, its pages read when asked; a failed search is its HTTP error."""
-    result = await metered(request).search(req)
+async def searched(request: Request, rt, req: SearchRequest, reading: ReadPages | None) -> SearchResult:
+    """The caller's search (its key's budget and bill), its result pages read as `reading` says (None:
+    not at all); a failed search is its HTTP error. Shared with Ollama's /api/web_search."""
+    key, bill = caller(request)
+    result = await rt.metered(key, bill).search(req)
     if not result.ok:
         raise search_error(result, request)
-    if req.read_pages and rt.reader is not None:  # off unless asked: webSearch.readPages says how
-        reading = rt.config.web_search.limits.read_pages
-        result = await rt.reader.read(result, req.query, replace(reading, enabled=True), caller(request)[0])
+    if reading is not None and rt.reader is not None:
+        result = await rt.reader.read(result, req.query, reading, key)
     return result
 
 
