@@ -17,10 +17,12 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..search.service import EngineIndex
 from ..tools.base import HostedSearch
 from ..tools.events import Options
 from ..tools.kind import OPENROUTER
 from ..tools.kinds.web_search import WEB_SEARCH
+from ..tools.offers import loose_count
 from ..tools.registry import offerings, read_offers
 
 log = logging.getLogger("searchhub.openrouter")
@@ -39,7 +41,10 @@ class Dialect:
     # (docs/ecosystems.md).
 
 
-def adapt(body: dict, opts: Options, engine_ids: frozenset[str] = frozenset()) -> tuple[dict, Options]:
+_NO_ENGINES = EngineIndex()
+
+
+def adapt(body: dict, opts: Options, engines: EngineIndex = _NO_ENGINES) -> tuple[dict, Options]:
     """The request without OpenRouter's fields, and the options they stand for. A body without them
     comes back as it is (the same objects)."""
     model = body.get("model")
@@ -56,7 +61,7 @@ def adapt(body: dict, opts: Options, engine_ids: frozenset[str] = frozenset()) -
         body["model"] = model[: -len(SUFFIX)]
     if has_plugins:
         del body["plugins"]
-        dialect = _plugins(plugins, dialect, engine_ids)
+        dialect = _plugins(plugins, dialect, engines)
     if ours:
         body["tools"] = [t for t in tools if not _is_openrouter_tool(t)]
         if not body["tools"]:
@@ -76,7 +81,7 @@ def adapt(body: dict, opts: Options, engine_ids: frozenset[str] = frozenset()) -
     if dialect.engine is not None and search is not None:
         search = replace(search, engine=dialect.engine)
     if search is not None and search.engine is not None:  # the tool's engine, like the plugin's: ours or none
-        search = replace(search, engine=_ours(search.engine, engine_ids))
+        search = replace(search, engine=_ours(search.engine, engines))
     if search is not None:
         hosted[WEB_SEARCH] = search
     return body, replace(opts, force_search=force, hosted=hosted, citation_content=True)
@@ -93,7 +98,7 @@ def _is_openrouter_tool(tool: Any) -> bool:
     return isinstance(kind, str) and kind.startswith("openrouter:") and bool(offerings(OPENROUTER, kind))
 
 
-def _plugins(plugins: Any, dialect: Dialect, engine_ids: frozenset[str]) -> Dialect:
+def _plugins(plugins: Any, dialect: Dialect, engines: EngineIndex) -> Dialect:
     for plugin in plugins if isinstance(plugins, list) else [plugins]:
         pid = plugin.get("id") if isinstance(plugin, dict) else None
         if pid != "web":
@@ -103,25 +108,19 @@ def _plugins(plugins: Any, dialect: Dialect, engine_ids: frozenset[str]) -> Dial
         engine = plugin.get("engine")
         dialect = replace(
             dialect, online=True,
-            max_results=_count(count) if count is not None else dialect.max_results,
-            engine=_ours(engine, engine_ids) or dialect.engine,
+            max_results=loose_count(count) if count is not None else dialect.max_results,
+            engine=_ours(engine, engines) or dialect.engine,
         )
     return dialect
 
 
-def _ours(engine: Any, engine_ids: frozenset[str]) -> str | None:
-    """The engine of ours an OpenRouter `engine` names (exactly or in another case), or None: its own
+def _ours(engine: Any, engines: EngineIndex) -> str | None:
+    """The engine of ours an OpenRouter `engine` names (hub/search/service.py's rule), or None: its own
     engines ("native", "exa", …) and names we do not have mean the default engine, never a failed search."""
     if not isinstance(engine, str) or not engine.strip():
         return None
-    if engine in engine_ids:
-        return engine
-    folded = engine.strip().casefold()
-    found = next((e for e in engine_ids if e.casefold() == folded), None)
+    found = engines.find(engine)
     if found is None:
         log.info("OpenRouter engine %r is not one of ours; the default engine searches", engine[:40])
-    return found
+    return found.id if found is not None else None
 
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 100 else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import httpx
 from msgspec.structs import replace
@@ -40,6 +40,19 @@ log = logging.getLogger("searchhub.search")
 _FALLBACK_CODES = (UNAVAILABLE, TOO_MANY_REQUESTS)
 
 
+class EngineIndex:
+    """The configured engines by the name a caller gives: the id exactly, else in another case (spaces
+    around it ignored). The one rule for naming an engine: the service's choose_engine and OpenRouter's
+    `engine` (hub/injection/openrouter.py) both look names up here."""
+
+    def __init__(self, engines: Iterable[EngineConfig] = ()) -> None:
+        self.by_id: dict[str, EngineConfig] = {e.id: e for e in engines}
+        self._folded = {e.id.casefold(): e for e in self.by_id.values()}
+
+    def find(self, name: str) -> EngineConfig | None:
+        return self.by_id.get(name) or self._folded.get(name.strip().casefold())
+
+
 class SearchService:
     """Built once per config: engines are constructed here, a search only looks them up."""
 
@@ -52,8 +65,8 @@ class SearchService:
         proxies = getattr(client, "proxies", None) or ProxyPolicy()
         ctx = EngineContext(client, self._ws, router, dispatcher, MODEL_BACKENDS, proxies)
         self._engines: dict[str, Engine] = build_engines(config, ctx)
-        self._by_id = {e.id: e for e in self._ws.engines}
-        self._folded = {e.id.casefold(): e for e in self._ws.engines}
+        self._index = EngineIndex(self._ws.engines)
+        self._by_id = self._index.by_id
         # Under Google- (Baidu-) preferred intent, a search that names no engine goes to the first engine
         # on that index, unless the default is on it: (google, baidu), decided here once.
         default = self._ws.default_engine
@@ -92,7 +105,7 @@ class SearchService:
         if name is None or not name.strip():
             found = self._ws.default_engine
         else:
-            found = self._by_id.get(name) or self._folded.get(name.strip().casefold())
+            found = self._index.find(name)
         return (found.id if found is not None else name), how
 
     def configured(self, engine_id: str | None) -> bool:

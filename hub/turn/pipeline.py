@@ -28,6 +28,7 @@ from ..observability.trace import Trace, client_family
 from ..protocols.chat.request import CONTEXT_COUNTS, context_size, search_options
 from ..routing.dispatch import Dispatcher
 from ..routing.router import Router
+from ..search.service import EngineIndex
 from ..store import Store
 from ..streams.relay import Frames, relay_chunks, relay_sse
 from ..tools.base import ToolRequest, Transcript
@@ -191,7 +192,7 @@ class Pipeline:
         self.tools = tools
         self.store = store
         self.client_tools = ClientTools()
-        self._engine_ids = frozenset(e.id for e in config.web_search.engines)  # OpenRouter's `engine` may name one
+        self._engines = EngineIndex(config.web_search.engines)  # OpenRouter's `engine` may name one
 
     def _side_request(self, body: dict, opts: Options) -> bool:
         """A client's side request (hub/injection/side_requests.py); the decision and its reason are logged."""
@@ -343,7 +344,7 @@ class Pipeline:
     # ------------------------------------------------------------ non-streaming
 
     async def complete(self, body: dict, opts: Options) -> Outcome:
-        body, opts = openrouter.adapt(body, opts, self._engine_ids)
+        body, opts = openrouter.adapt(body, opts, self._engines)
         routing = await self.routing(body, opts)
         turns: dict[str, Turn] = {}
 
@@ -410,7 +411,7 @@ class Pipeline:
     async def stream(self, body: dict, opts: Options) -> AsyncIterator | Frames:
         """Opens the first upstream stream (up to its first content) before returning, so routing
         errors and targets that all fail surface as HTTP errors."""
-        body, opts = openrouter.adapt(body, opts, self._engine_ids)
+        body, opts = openrouter.adapt(body, opts, self._engines)
         routing = await self.routing(body, opts)
         turns: dict[str, Turn] = {}
 
