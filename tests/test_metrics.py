@@ -166,7 +166,11 @@ def test_workers_export_summed_totals(serve, fake_model, search_fakes) -> None: 
             n += 1
         with httpx.Client(timeout=10) as c:
             pids.add(c.get(gw.url + "/health").json()["pid"])
-    for _ in range(4):  # whichever worker answers the scrape, the totals are the whole process group's
+    with httpx.Client(timeout=10) as c:  # the last request, scraped at once: it counts whichever worker answers
+        assert c.post(gw.url + "/v1/chat/completions", json={
+            "model": "default", "messages": [{"role": "user", "content": "search the web for rust news"}]}).status_code == 200
+        n += 1
+    for _ in range(8):  # whichever worker answers the scrape, the totals are the whole process group's
         with httpx.Client(timeout=10) as c:
             s = {}
             for family in text_string_to_metric_families(c.get(gw.url + "/metrics").text):

@@ -10,7 +10,12 @@ caches (bench/README.md, "Where the c=16 gap to the floor is").
 What is pending is written before anything else is: a scrape of /metrics, any other log line (the
 handler asks first, so lines keep their order), the process's exit. A line written on the logging
 module's path instead of the direct one (a filter or another handler attached, e.g. pytest's caplog)
-is recorded at once, as before."""
+is recorded at once, as before.
+
+With `serve --workers N` the metrics are counted at once: a scrape is answered by whichever worker
+the kernel picks, which can flush its own pending requests but not another worker's, so a batch
+there would be missing from the sum (hub/observability/metrics.py's multiprocess mode). Only the
+access lines wait."""
 
 from __future__ import annotations
 
@@ -39,6 +44,9 @@ class RequestLedger:
             self.log.info(access_message(method, path, status, elapsed_s, key, searches, cost),
                           access_fields(method, path, status, elapsed_s, key, searches, cost, trace))
             return
+        if metrics.multiprocess():
+            _count(endpoint, str(status), elapsed_s)
+            endpoint = None  # counted: the flush writes its line only
         pending = self.pending
         pending.append((time.time(), request_id_var.get(), chain_id_var.get(), endpoint, status, elapsed_s,
                         method, path, key, searches, cost, trace))
@@ -59,6 +67,8 @@ class RequestLedger:
             batch, self.pending = self.pending, []
             counts: dict[tuple[str, str], int] = {}
             for _, _, _, endpoint, status, elapsed_s, *_ in batch:
+                if endpoint is None:
+                    continue
                 label = (endpoint, str(status))
                 counts[label] = counts.get(label, 0) + 1
                 metrics.child(metrics.REQUEST_LATENCY, endpoint).observe(elapsed_s)
