@@ -25,29 +25,30 @@ from hub import config as cfgmod
 from hub.access.keys import match_key, presented_key
 from hub.config.keys import ANONYMOUS, ApiKey
 from hub.config.proxy import mask_proxy
+from hub.core.errors import GatewayError
 from hub.observability import metrics
 from hub.observability.logformat import money
 from hub.observability.requests import LEDGER
 from hub.observability.trace import Trace, client_family, current_trace, ms
+from hub.protocols.errors import SHUTTING_DOWN, shutting_down
+from hub.protocols.registry import PROTOCOLS
+from hub.protocols.serving import ProtocolKind
 from hub.runtime import Gateway
 from hub.search.metered import SearchBill
 from hub.upstream.reachability import Reachability
 
-from . import admin, chat, codex, messages, ollama, responses, search
+from . import admin, websocket
 from .admin import is_admin_path
 from .common import (
-    SHUTTING_DOWN,
     STREAM_SCOPE_KEY,
     TRACE_SCOPE_KEY,
     headers_of,
     new_request_id,
-    openai_error,
     request_id_var,
     runtime,
-    shutting_down,
 )
 from .mcp import McpEndpoint
-from .ollama import is_ollama_path
+from .protocols import direct_paths, error_response, protocol_routes
 
 log = logging.getLogger("searchhub.http")
 GC_YOUNG = 10_000  # collect the young generation after this many new containers; see create_app
@@ -57,15 +58,11 @@ _OPEN_PATHS = frozenset({"/health", "/metrics"})
 _API_PREFIXES = ("/v1/", "/anthropic/", "/alpha/", "/api/")
 
 
-def _is_anthropic_path(path: str) -> bool:
-    return path.startswith("/anthropic/") or path.startswith("/v1/messages")
-
-
 def _endpoint_name(path: str) -> str:
     """The endpoint a metric, the access log and a trace name: the path's last part, Codex's
     standalone search as alpha/search (its own, beside /v1/search), Ollama's web API as api/web_search
     and api/web_fetch."""
-    if is_ollama_path(path):
+    if path.startswith("/api/"):
         return path[1:]
     return "alpha/search" if "/alpha/" in path else path.rsplit("/", 1)[-1]
 
@@ -119,11 +116,11 @@ class GatewayMiddleware:
             if keys and path not in _OPEN_PATHS and not is_admin_path(path):
                 key = match_key(presented_key(headers), keys)
                 if key is None:
-                    await _unauthorized(path, send_with_id)
+                    await _unauthorized(path, send_with_id, app_state.protocols)
                     return
             if path not in _OPEN_PATHS:
                 if model_call and drain.draining:  # the process is going away: a retry goes elsewhere
-                    await _shutting_down(path)(scope, receive, send_with_id)
+                    await _shutting_down(path, app_state.protocols)(scope, receive, send_with_id)
                     return
                 entry = drain.enter(scope, status_box, model_call)
             state = scope.setdefault("state", {})
@@ -139,7 +136,7 @@ class GatewayMiddleware:
                 # nobody else cancelled it): the 503 a retry takes elsewhere, not a dropped connection
                 if entry is None or not entry.cut or status_box[0] or asyncio.current_task().uncancel():
                     raise
-                await _shutting_down(path)(scope, receive, send_with_id)
+                await _shutting_down(path, app_state.protocols)(scope, receive, send_with_id)
         finally:
             current_trace.reset(trace_token)
             if entry is not None:
@@ -195,18 +192,16 @@ def error_message(body: bytes) -> str:
 COST_HEADER = b"x-searchhub-search-cost"
 
 
-async def _unauthorized(path: str, send: Send) -> None:
-    if _is_anthropic_path(path):
-        body = {"type": "error", "error": {"type": "authentication_error", "message": "invalid or missing API key"}}
-    elif is_ollama_path(path):
-        body = {"error": "invalid or missing API key (send 'Authorization: Bearer <key>')"}
-    else:
-        body = {"error": {"message": "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key')",
-                          "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}
-    payload = msgspec.json.encode(body)
-    await send({"type": "http.response.start", "status": 401, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
-        (b"www-authenticate", b"Bearer")]})
+UNAUTHORIZED = "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key')"
+
+
+async def _unauthorized(path: str, send: Send, kinds: tuple[ProtocolKind, ...]) -> None:
+    """A 401 in the shape of the protocol that owns the path."""
+    err = GatewayError(UNAUTHORIZED, status=401, type="invalid_request_error", code="invalid_api_key",
+                       headers={"www-authenticate": "Bearer"})
+    response = error_response(path, err, kinds)
+    payload = response.body
+    await send({"type": "http.response.start", "status": 401, "headers": response.raw_headers})
     await send({"type": "http.response.body", "body": payload})
 
 
@@ -256,20 +251,12 @@ async def metrics_endpoint(request: Request) -> Response:
 
 async def models(request: Request) -> Response:
     rt = runtime(request)
-    if request.headers.get("anthropic-version"):
-        return JSONResponse(messages.anthropic_models(rt))
+    for kind in request.app.state.protocols:  # a protocol's own listing, for its clients (Anthropic's: anthropic-version)
+        if kind.models is not None and kind.models.header in request.headers:
+            return JSONResponse(kind.models.listing(rt))
     now = int(request.app.state.gateway.loaded_at)
     data = [{"id": name, "object": "model", "created": now, "owned_by": "searchhub"} for name in rt.router.models()]
     return JSONResponse({"object": "list", "data": data})
-
-
-def _error_body(path: str, status: int, etype: str, message: str) -> dict:
-    if _is_anthropic_path(path):
-        return {"type": "error", "error": {"type": etype, "message": message}}
-    if is_ollama_path(path):
-        return {"error": message}
-    return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error",
-                      "param": None, "code": None}}
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -279,12 +266,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     else:
         msg = f"no such endpoint: {request.method} {request.url.path}"
     etype = "not_found_error" if status == 404 else "invalid_request_error"
-    return JSONResponse(_error_body(request.url.path, status, etype, msg), status_code=status)
+    return error_response(request.url.path, GatewayError(msg, status=status, type=etype), request.app.state.protocols)
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error")
-    return JSONResponse(_error_body(request.url.path, 500, "api_error", "internal error"), status_code=500)
+    return error_response(request.url.path, GatewayError("internal error", status=500, type="api_error"),
+                          request.app.state.protocols)
 
 
 class GatewayApp(Starlette):
@@ -293,12 +281,12 @@ class GatewayApp(Starlette):
     matching or endpoint wrapper on the path every model call takes (together ~15 % of a relayed
     request's CPU; bench/README.md, "History"). Every other request takes Starlette's stack."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, *, direct: frozenset[str], **kwargs) -> None:
         super().__init__(**kwargs)
         self.direct: dict[str, GatewayMiddleware] = {
             r.path: GatewayMiddleware(_endpoint_app(r.endpoint))
             for r in self.routes
-            if isinstance(r, Route) and r.methods and "POST" in r.methods and r.path in _DIRECT_PATHS}
+            if isinstance(r, Route) and r.methods and "POST" in r.methods and r.path in direct}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -310,7 +298,7 @@ class GatewayApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
-_DIRECT_PATHS = frozenset({"/v1/chat/completions", "/v1/responses", "/v1/messages", "/anthropic/v1/messages"})
+DIRECT_PATHS = direct_paths()  # the protocols' model calls (hub/protocols/serving.py, Endpoint.direct)
 
 
 def _endpoint_app(endpoint) -> ASGIApp:
@@ -329,15 +317,11 @@ def _endpoint_app(endpoint) -> ASGIApp:
     return app
 
 
-def _shutting_down(path: str) -> Response:
+def _shutting_down(path: str, kinds: tuple[ProtocolKind, ...]) -> Response:
     """A model request the graceful shutdown turns away or cuts short: 503 in the protocol's shape
     (529 overloaded_error on Anthropic's), with retry-after, and the connection closed after it so
     that a proxy's next request takes a new connection, to another replica."""
-    err = shutting_down()
-    if _is_anthropic_path(path):
-        response = messages.anthropic_error(err)
-    else:
-        response = ollama.error_response(err) if is_ollama_path(path) else openai_error(err)
+    response = error_response(path, shutting_down(), kinds)
     response.headers["x-should-retry"] = "true"
     response.headers["connection"] = "close"
     return response
@@ -499,7 +483,10 @@ class Drain:
                     "get 503", streams, waiting)
 
 
-def create_app(config_path: str, config: cfgmod.Config | None = None) -> GatewayApp:
+def create_app(config_path: str, config: cfgmod.Config | None = None,
+               protocols: tuple[ProtocolKind, ...] = PROTOCOLS) -> GatewayApp:
+    """The gateway's ASGI app: every protocol of `protocols` (all of hub/protocols/ by default), the
+    admin pages, MCP, health and metrics."""
     gateway = Gateway(config_path, config)
     drain = Drain(gateway)
     mcp = McpEndpoint(gateway)
@@ -530,18 +517,15 @@ def create_app(config_path: str, config: cfgmod.Config | None = None) -> Gateway
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
-        *chat.routes,
+        *protocol_routes(protocols),
         *admin.routes,
-        *responses.routes,
-        *messages.routes,
-        *search.routes,
-        *codex.routes,
-        *ollama.routes,
+        *websocket.routes,
         Route("/mcp", mcp),
     ]
-    app = GatewayApp(routes=routes, lifespan=lifespan, exception_handlers={
+    app = GatewayApp(routes=routes, lifespan=lifespan, direct=direct_paths(protocols), exception_handlers={
         404: _http_error, 405: _http_error, Exception: _internal_error})
     app.state.gateway = gateway
+    app.state.protocols = protocols
     app.state.drain = drain
     app.add_middleware(GatewayMiddleware)
     return app

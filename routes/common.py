@@ -1,34 +1,27 @@
-"""Shared HTTP plumbing: body decoding, protocol-shaped errors, auth, request ids, cancellation."""
+"""Shared HTTP plumbing: body decoding, the caller's options, request ids, cancellation, SSE writing.
+The protocols' error shapes are hub/protocols/ (errors.py and each folder's)."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TypeVar
 
-import msgspec
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from hub.config.keys import ApiKey
-from hub.core.errors import GatewayError, PayloadTooLarge
+from hub.core.errors import ClientGone, PayloadTooLarge
 from hub.core.ids import new_id
 from hub.observability.logctx import RequestContextFilter, chain_id_var, request_id_var  # noqa: F401 (re-exported)
-from hub.observability.trace import current_trace
-from hub.routing.dispatch import AllTargetsFailed
-from hub.routing.router import UnknownTarget
 from hub.runtime import Runtime
 from hub.search.metered import SearchBill
 from hub.tools.events import Options
-from hub.upstream.http import UpstreamError
 
 from .body import decode_body
 
 T = TypeVar("T")
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
 
 
 def runtime(request: Request) -> Runtime:
@@ -39,13 +32,6 @@ def runtime(request: Request) -> Runtime:
 
 def new_request_id() -> str:
     return new_id("req")
-
-
-class ClientGone(GatewayError):
-    """The client hung up while its request was being answered (nginx's 499)."""
-
-    def __init__(self) -> None:
-        super().__init__("the client closed the connection", status=499, type="client_closed", code="client_closed")
 
 
 HEADERS_SCOPE_KEY = "searchhub.headers"
@@ -135,91 +121,6 @@ def caller(request: Request) -> tuple[ApiKey | None, SearchBill]:
 
 
 
-# ---------------------------------------------------------------- errors
-
-
-def expected_error(e: Exception) -> bool:
-    """A failure the gateway answers on purpose (logged as a warning, not with a traceback)."""
-    return isinstance(e, GatewayError | AllTargetsFailed | UpstreamError | UnknownTarget)
-
-
-def stream_broke(exc: BaseException, logger: logging.Logger, what: str = "stream") -> GatewayError:
-    """A stream that broke after its 200 went out: logged (a traceback only for the unexpected), and
-    the request's trace marked failed with the message its error event carries, so traces and /ui
-    list it as the failure it is (the access log and metrics keep the 200 the client got)."""
-    if isinstance(exc, Exception) and expected_error(exc):
-        logger.warning("%s broke: %s", what, exc)
-    else:
-        logger.error("%s failed", what, exc_info=exc)
-    err = as_gateway_error(exc if isinstance(exc, Exception) else RuntimeError())
-    traced_failure(err.message)
-    return err
-
-
-def traced_failure(message: str) -> None:
-    """The request's trace is a failure with this message (its first one wins): a stream whose
-    error event went out after the 200 (stream_broke, and the pass-through streams' `broken`)."""
-    trace = current_trace.get()
-    if trace is not None and trace.error is None:
-        trace.error = message
-
-
-def as_gateway_error(exc: Exception) -> GatewayError:
-    """Map anything the pipeline raises to a client-safe GatewayError."""
-    if isinstance(exc, GatewayError):
-        return exc
-    if isinstance(exc, UnknownTarget):
-        return GatewayError(f"unknown pinned model '{exc}'", status=404, type="invalid_request_error",
-                            code="model_not_found", param="model")
-    if isinstance(exc, AllTargetsFailed):
-        status = exc.status
-        return GatewayError(
-            exc.message(),  # each target with the URL it tried, and what to do when nothing listened there
-            status=status,
-            type="server_error",
-            code="upstream_unavailable",
-            headers={"retry-after": "5"} if status == 503 else {},
-            detail={"attempts": [a.as_dict() for a in exc.attempts]},
-        )
-    if isinstance(exc, UpstreamError):
-        if exc.kind is not None:  # about the request, whatever status the backend chose
-            what = "the prompt does not fit the model's context" if exc.kind == "context_overflow" \
-                else "the backend rejected the request"
-            return GatewayError(f"{what} (HTTP {exc.status}): {exc.message}" if exc.message else what,
-                                status=400, type="invalid_request_error",
-                                code="context_length_exceeded" if exc.kind == "context_overflow" else "upstream_rejected")
-        return GatewayError(exc.reason, status=exc.status or 502, type="server_error", code="upstream_error")
-    return GatewayError("internal error", status=500, type="server_error")
-
-
-def upstream_client_error(exc: UpstreamError) -> Response | None:
-    """A 4xx the backend gave for the client's request is the client's: return it as it is."""
-    if exc.status and 400 <= exc.status < 500 and not exc.retryable and exc.body:
-        return Response(exc.body, status_code=exc.status, media_type="application/json")
-    return None
-
-
-def openai_error(exc: Exception) -> Response:
-    if isinstance(exc, UpstreamError) and (resp := upstream_client_error(exc)) is not None:
-        return resp
-    err = as_gateway_error(exc)
-    payload: dict = {"error": {"message": err.message, "type": err.type if err.type != "not_found_error"
-                               else "invalid_request_error", "param": err.param, "code": err.code}}
-    if err.detail:
-        payload["error"].update(err.detail)
-    headers = dict(err.headers)
-    if err.status < 500 and err.status not in (408, 409, 429):
-        headers["x-should-retry"] = "false"
-    return JSONResponse(payload, status_code=err.status, headers=headers)
-
-
-def openai_stream_error(exc: Exception) -> bytes:
-    err = as_gateway_error(exc)
-    kind = err.type if err.status < 500 else "server_error"
-    return b"data: " + _encode({"error": {"message": err.message, "type": kind, "param": None,
-                                          "code": err.code}}) + b"\n\n"
-
-
 WATCH_AFTER_S = 0.05
 
 
@@ -255,20 +156,7 @@ async def until_disconnect(receive: Receive, work: Awaitable[T]) -> T:
             watcher[0].cancel()
 
 
-def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> Awaitable[T]:
-    """`until_disconnect` on the request's channel (returned, not awaited here: one frame less)."""
-    return until_disconnect(request.receive, work)
-
-
 STREAM_SCOPE_KEY = "searchhub.stream"  # the request's EventStream once it runs (routes/app.py, Drain)
-SHUTTING_DOWN = "the gateway is shutting down; retry the request"
-
-
-def shutting_down(message: str = SHUTTING_DOWN) -> GatewayError:
-    """What the graceful shutdown (routes/app.py, `Drain`) answers a request it turns away or cuts
-    short with: a 503 the SDKs retry (Anthropic's shape makes it 529 overloaded_error)."""
-    return GatewayError(message, status=503, type="server_error", code="shutting_down",
-                        headers={"retry-after": "1"})
 
 
 class EventStream(Response):

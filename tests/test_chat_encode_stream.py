@@ -1,4 +1,4 @@
-"""routes/chat.py `encode_stream`: pipeline items -> chat SSE bytes (no HTTP). A list of chunks
+"""hub/protocols/chat/endpoints.py `encode_stream`: pipeline items -> chat SSE bytes (no HTTP). A list of chunks
 (what one upstream read brought, hub/tools/events.py) is written as one piece, the same bytes as its
 chunks one by one; usage goes out only when the client asked for it."""
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hub.tools.events import Keepalive
-from routes.chat import encode_stream
+from hub.protocols.chat.endpoints import encode_stream
 
 
 def chunk(text: str | None, usage: bool = False) -> dict:

@@ -578,10 +578,10 @@ def test_stream_encoder_takes_a_read_of_chunks_as_its_chunks_one_by_one(items, c
 
 @pytest.mark.parametrize("first", ["item", "keepalive", "error", "nothing"])
 def test_message_start_waits_for_the_producers_first_step(first) -> None:
-    """routes/messages.py makes message_start with the first item's events: by then the producer
+    """hub/protocols/messages/endpoints.py makes message_start with the first item's events: by then the producer
     has started the turn's work (a search round's requests leave before it). It still comes
     first, also before a ping, an error or an empty stream's end."""
-    from routes.messages import _encode_stream
+    from hub.protocols.messages.endpoints import encode_stream as _encode_stream
 
     log: list[str] = []
 

@@ -1,4 +1,4 @@
-"""Ollama's web API (`POST /api/web_search`, `POST /api/web_fetch`; routes/ollama.py, hub/protocols/ollama.py)
+"""Ollama's web API (`POST /api/web_search`, `POST /api/web_fetch`; hub/protocols/ollama/)
 over HTTP on loopback, with httpx and with Ollama's own Python client library (`ollama`), whose
 `web_search()` and `web_fetch()` post to https://ollama.com whatever `host` says: an httpx request hook
 sends those two calls to the gateway, as docs/mcp.md tells users to. Searches go to the fake SearXNG,

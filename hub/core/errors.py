@@ -1,4 +1,4 @@
-"""Errors the gateway answers with. Protocol encoders (routes/) shape them as OpenAI or Anthropic errors."""
+"""Errors the gateway answers with. Each protocol shapes them its own way (hub/protocols/errors.py)."""
 
 from __future__ import annotations
 
@@ -47,3 +47,10 @@ class PayloadTooLarge(GatewayError, status=413, type="invalid_request_error"):
 
 class Unavailable(GatewayError, status=503, type="server_error"):
     pass
+
+
+class ClientGone(GatewayError):
+    """The client hung up while its request was being answered (nginx's 499)."""
+
+    def __init__(self) -> None:
+        super().__init__("the client closed the connection", status=499, type="client_closed", code="client_closed")

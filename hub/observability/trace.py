@@ -226,5 +226,5 @@ def client_family(user_agent: str | None, originator: str | None = None) -> str:
 
 
 # The trace of the request being served (set by routes/app.py for the request's task): a stream that
-# breaks after its 200 marks it failed with its message (routes/common.py `stream_broke`).
+# breaks after its 200 marks it failed with its message (hub/protocols/errors.py `stream_broke`).
 current_trace: ContextVar[Trace | None] = ContextVar("current_trace", default=None)

@@ -76,7 +76,7 @@ class MessagesStream:
 
     def start(self) -> bytes:
         """`message_start`, once: `feed`, `finish` and `fail` begin with it when it has not gone
-        out yet, so a caller may make it lazily, with the first item's events (routes/messages.py)."""
+        out yet, so a caller may make it lazily, with the first item's events (endpoints.py)."""
         if self._started:
             return b""
         self._started = True

@@ -1,8 +1,9 @@
-"""Anthropic Messages: POST /v1/messages and /v1/messages/count_tokens (also under /anthropic/).
+"""Anthropic Messages: POST /v1/messages and /v1/messages/count_tokens (also under /anthropic/),
+and the model listing Anthropic's clients ask GET /v1/models for.
 
 Decode -> alias the model -> either pass the request through to a commercial Anthropic target
 untouched, answer Claude Code's search-execution side call, or translate to chat and run the
-pipeline -> encode as an Anthropic Message or SSE. Errors answer in Anthropic's shape.
+turn -> encode as an Anthropic Message or SSE. Errors answer in Anthropic's shape.
 """
 
 from __future__ import annotations
@@ -10,47 +11,24 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 
-import msgspec
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
-
 from hub.core.errors import BadRequest, Unavailable
-from hub.protocols.messages import (
-    MessagesContext,
-    MessagesStream,
-    decode_request,
-    error_event,
-    estimate_input_tokens,
-    from_chat,
-    to_chat,
-)
-from hub.protocols.messages.claude_code import search_execution_query
-from hub.protocols.messages.request import wants_thinking
+from hub.observability.logctx import request_id_var
 from hub.routing import aliases, passthrough
 from hub.routing.router import Resolution
-from hub.runtime import Runtime
 from hub.tools.events import Options
 from hub.tools.search_execution import SearchExecution
 from hub.upstream.failures import context_overflow, error_message, scrub
 from hub.upstream.http import UpstreamError
 
-from .common import (
-    EventStream,
-    as_gateway_error,
-    cancel_on_disconnect,
-    expected_error,
-    options,
-    read_json,
-    request_id_var,
-    runtime,
-    stream_broke,
-    traced_failure,
-)
+from ..errors import as_gateway_error, stream_broke, traced_failure
+from ..serving import SSE_HEADERS, Answer, Call, Endpoint, Models, ProtocolKind, Runtime, Stream
+from .claude_code import search_execution_query
+from .request import MessagesContext, estimate_input_tokens, to_chat, wants_thinking
+from .response import from_chat
+from .stream import MessagesStream, error_event
+from .wire import decode_request
 
 log = logging.getLogger("searchhub.messages")
-_encode = msgspec.json.encode
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 MODEL_CREATED_AT = "1970-01-01T00:00:00Z"  # the SDK's documented value for an unknown release date
 _ERROR_TYPES = {
     400: "invalid_request_error", 401: "authentication_error", 402: "billing_error", 403: "permission_error",
@@ -63,27 +41,28 @@ SHUTDOWN_ERROR = "overloaded_error"  # a stream the graceful shutdown cuts short
 # --- errors -------------------------------------------------------------------------------------
 
 
-def _error_response(status: int, etype: str, message: str, headers: dict[str, str] | None = None) -> Response:
+def _error_answer(status: int, etype: str, message: str, headers: dict[str, str] | None = None) -> Answer:
     rid = request_id_var.get()
     out = {"request-id": rid, **(headers or {})}
     if status < 500 and status not in (408, 409, 429):
         out["x-should-retry"] = "false"
-    body = {"type": "error", "error": {"type": etype, "message": message}, "request_id": rid}
-    return Response(_encode(body), status_code=status, media_type="application/json", headers=out)
+    return Answer({"type": "error", "error": {"type": etype, "message": message}, "request_id": rid}, status, out)
 
 
 def error_type(status: int) -> str:
     return _ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
 
 
-def anthropic_error(exc: Exception, *, input_tokens: int = 0) -> Response:
+def anthropic_error(exc: Exception, call: Call | None = None) -> Answer:
     """Any failure as Anthropic's error body; a backend's context overflow in the words Claude Code's
-    auto-compaction recognises (docs/claude-code.md, "Errors")."""
+    auto-compaction recognises (docs/claude-code.md, "Errors"), with the prompt's size estimated
+    from the request when the backend did not say it."""
     if isinstance(exc, UpstreamError) and exc.status and 400 <= exc.status < 500 and not exc.retryable:
-        return _error_response(exc.status, error_type(exc.status), _backend_message(exc, input_tokens))
+        tokens = estimate_input_tokens(call.body) if call is not None and call.body is not None else 0
+        return _error_answer(exc.status, error_type(exc.status), _backend_message(exc, tokens))
     err = as_gateway_error(exc)
     status = 529 if err.status == 503 else err.status
-    return _error_response(status, error_type(status), err.message, err.headers)
+    return _error_answer(status, error_type(status), err.message, err.headers)
 
 
 def _backend_message(exc: UpstreamError, input_tokens: int) -> str:
@@ -102,18 +81,17 @@ def _backend_message(exc: UpstreamError, input_tokens: int) -> str:
 # --- encoding -----------------------------------------------------------------------------------
 
 
-def _json(message: dict) -> Response:
-    return Response(_encode(message), media_type="application/json", headers={"request-id": request_id_var.get()})
+def _json(message: dict) -> Answer:
+    return Answer(message, headers={"request-id": request_id_var.get()})
 
 
-def _sse(items: AsyncGenerator, ctx: MessagesContext, input_tokens: int) -> EventStream:
+def _sse(items: AsyncGenerator, ctx: MessagesContext, input_tokens: int) -> Stream:
     encoder = MessagesStream(ctx, input_tokens=input_tokens)
-    return EventStream(_encode_stream(items, encoder),
-                       headers={**SSE_HEADERS, "request-id": request_id_var.get()},
-                       interrupted=lambda message: encoder.interrupted(SHUTDOWN_ERROR, message))
+    return Stream(encode_stream(items, encoder), lambda message: encoder.interrupted(SHUTDOWN_ERROR, message),
+                  {**SSE_HEADERS, "request-id": request_id_var.get()})
 
 
-async def _encode_stream(items: AsyncGenerator, encoder: MessagesStream) -> AsyncIterator[bytes]:
+async def encode_stream(items: AsyncGenerator, encoder: MessagesStream) -> AsyncIterator[bytes]:
     """message_start goes out with the first item's events (the encoder starts itself): the
     producer has started the turn's work by then (a search round's requests leave before it)."""
     try:
@@ -149,62 +127,49 @@ def _broken(message: str) -> bytes:
     return error_event("api_error", message)
 
 
-async def _passthrough(request: Request, rt: Runtime, body: dict, resolution: Resolution, path: str) -> Response:
+async def _passthrough(call: Call, rt: Runtime, resolution: Resolution, path: str) -> Answer | Stream:
     """A commercial Anthropic target: the request goes through untouched (hub/routing/passthrough.py)."""
+    body = call.body
+    assert body is not None
     stream = body.get("stream") is True and path == "/v1/messages"
-    fwd = passthrough.Forward(path, stream, request.url.query, request.headers,
-                              broken=_broken)
+    fwd = passthrough.Forward(path, stream, call.query, call.headers, broken=_broken)
     try:
         result = await passthrough.forward(rt.client, rt.dispatcher, resolution, body, fwd)
     except UpstreamError as e:
         if e.status and 400 <= e.status < 500 and e.body:  # Anthropic's own error body: already the right shape
-            return Response(e.body, status_code=e.status, media_type="application/json",
-                            headers={"request-id": request_id_var.get()})
+            return Answer(e.body, e.status, {"request-id": request_id_var.get()})
         raise
     if isinstance(result, dict):
         return _json(result)
     # A stream the graceful shutdown cuts short ends with the `error` event; the blank line first
     # ends an event the provider's bytes left open (a whole line at a time, passthrough._ended).
-    return EventStream(result,
-                       headers={**SSE_HEADERS, "request-id": request_id_var.get()},
-                       interrupted=lambda message: b"\n" + error_event(SHUTDOWN_ERROR, message))
+    return Stream(result, lambda message: b"\n" + error_event(SHUTDOWN_ERROR, message),
+                  {**SSE_HEADERS, "request-id": request_id_var.get()})
 
 
-async def _routed(request: Request, rt: Runtime, body: dict, path: str) -> tuple[str, Response | None]:
+async def _routed(call: Call, rt: Runtime, path: str) -> tuple[str, Answer | Stream | None]:
     """The model after modelAliases, and the answer when a commercial Anthropic target serves it."""
+    body = call.body
+    assert body is not None
     model = _model(rt, body)
     native = rt.router.serving(model, "anthropic", thinking=wants_thinking(body))
-    return model, (await _passthrough(request, rt, body, native, path) if native is not None else None)
+    return model, (await _passthrough(call, rt, native, path) if native is not None else None)
 
 
 # --- endpoints ----------------------------------------------------------------------------------
 
 
-async def create_message(request: Request) -> Response:
-    body: dict | None = None
-    try:
-        rt = runtime(request)
-        body = await read_json(request, rt.config.server.max_body_bytes)
-        # Watched from here on: a client that leaves before the answer (or a stream's first content)
-        # cancels the work, which closes the upstream request and frees its concurrency slot.
-        return await cancel_on_disconnect(request, _create(request, rt, body))
-    except Exception as e:  # every failure answers in Anthropic's error shape
-        if not expected_error(e):
-            log.exception("messages request failed")
-        # a backend's context overflow names the prompt's size (anthropic_error); nothing else needs it
-        tokens = estimate_input_tokens(body) if body is not None and isinstance(e, UpstreamError) else 0
-        return anthropic_error(e, input_tokens=tokens)
-
-
-async def _create(request: Request, rt: Runtime, body: dict) -> Response:
-    model, answered = await _routed(request, rt, body, "/v1/messages")
+async def create(rt: Runtime, call: Call) -> Answer | Stream:
+    body = call.body
+    assert body is not None
+    model, answered = await _routed(call, rt, "/v1/messages")
     if answered is not None:
         return answered
     decoded = decode_request(body)
     chat, ctx = to_chat(decoded, rt.tools.replays)
     chat["model"] = model
     input_tokens = estimate_input_tokens(body)
-    opts = options(request, body)
+    opts = call.options()
     opts.hosted = ctx.hosted
     if ctx.force_search and opts.force_search is None:
         opts.force_search = opts.force_call = True
@@ -233,26 +198,21 @@ async def _create(request: Request, rt: Runtime, body: dict) -> Response:
         return await _answer(rt, chat, ctx, opts, input_tokens)
 
 
-async def _answer(rt: Runtime, chat: dict, ctx: MessagesContext, opts: Options, input_tokens: int) -> Response:
+async def _answer(rt: Runtime, chat: dict, ctx: MessagesContext, opts: Options, input_tokens: int) -> Answer | Stream:
     if ctx.stream:
         return _sse(await rt.pipeline.stream(chat, opts), ctx, input_tokens)
     outcome = await rt.pipeline.complete(chat, opts)
     return _json(from_chat(outcome, ctx))
 
 
-async def count_tokens(request: Request) -> Response:
-    try:
-        rt = runtime(request)
-        body = await read_json(request, rt.config.server.max_body_bytes)
-        _, answered = await _routed(request, rt, body, "/v1/messages/count_tokens")
-        if answered is not None:
-            return answered
-        decode_request(body)  # the same check as a real request
-        return _json({"input_tokens": estimate_input_tokens(body)})
-    except Exception as e:
-        if not expected_error(e):
-            log.exception("count_tokens failed")
-        return anthropic_error(e)
+async def count_tokens(rt: Runtime, call: Call) -> Answer | Stream:
+    body = call.body
+    assert body is not None
+    _, answered = await _routed(call, rt, "/v1/messages/count_tokens")
+    if answered is not None:
+        return answered
+    decode_request(body)  # the same check as a real request
+    return _json({"input_tokens": estimate_input_tokens(body)})
 
 
 def anthropic_models(rt: Runtime) -> dict:
@@ -267,14 +227,19 @@ def anthropic_models(rt: Runtime) -> dict:
             "last_id": names[-1] if names else None}
 
 
-async def list_models(request: Request) -> Response:
-    return _json(anthropic_models(runtime(request)))
+async def list_models(rt: Runtime, call: Call) -> Answer:
+    return _json(anthropic_models(rt))
 
 
-routes = [
-    Route("/v1/messages", create_message, methods=["POST"]),
-    Route("/anthropic/v1/messages", create_message, methods=["POST"]),
-    Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
-    Route("/anthropic/v1/messages/count_tokens", count_tokens, methods=["POST"]),
-    Route("/anthropic/v1/models", list_models, methods=["GET"]),
-]
+PROTOCOL = ProtocolKind(
+    name="messages",
+    endpoints=(
+        Endpoint("POST", ("/v1/messages", "/anthropic/v1/messages"), create, "messages request", direct=True),
+        Endpoint("POST", ("/v1/messages/count_tokens", "/anthropic/v1/messages/count_tokens"), count_tokens,
+                 "count_tokens", watched=False),
+        Endpoint("GET", ("/anthropic/v1/models",), list_models, "listing models", body=False, watched=False),
+    ),
+    error=anthropic_error,
+    prefixes=("/anthropic/", "/v1/messages"),
+    models=Models("anthropic-version", anthropic_models),
+)

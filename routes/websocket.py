@@ -1,13 +1,5 @@
-"""Codex CLI's standalone web search, `POST /v1/alpha/search` (and `/alpha/search`, for a base URL
-without /v1), and the answer to Codex's WebSocket attempt on `GET /v1/responses`. HTTP only: the
-protocol is hub/protocols/codex/.
-
-The search answer is always `200 {"output": "<text>"}`, also for a body that cannot be read, a
-failed engine or a spent budget: Codex hands the model `output` verbatim and shows the user's
-web_search item as completed whatever the status, so a failure is only ever seen if the text says
-it. The one exception is authentication: a missing or wrong key is the gateway's usual 401 (from
-the middleware, routes/app.py), which Codex hands to the model as "http 401 …" text, so the user
-learns the key is wrong instead of getting silently empty searches.
+"""WebSocket: the gateway serves HTTP only. Codex CLI tries a WebSocket on `GET /v1/responses` first;
+it is refused with a 426, which makes Codex fall back to HTTP at once (docs/responses.md).
 """
 
 from __future__ import annotations
@@ -20,21 +12,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from hub.core.errors import GatewayError
-from hub.protocols.codex import Parts, answer
+from .common import headers_of
 
-from .common import (
-    ClientGone,
-    caller,
-    cancel_on_disconnect,
-    headers_of,
-    openai_error,
-    read_json,
-    request_id_var,
-    runtime,
-)
-
-log = logging.getLogger("searchhub.codex")
 _DENIED: ContextVar[bool] = ContextVar("searchhub_websocket_denied", default=False)
 UVICORN_FALSE_ALARM = "ASGI callable returned without completing handshake."
 
@@ -54,28 +33,6 @@ NO_WEBSOCKET = {"error": {
     "message": "searchhub serves the Responses API over HTTP only (POST /v1/responses, streamed with SSE); "
                "WebSocket is not supported",
     "type": "invalid_request_error", "param": None, "code": "websocket_not_supported"}}
-
-
-async def alpha_search(request: Request) -> Response:
-    rt = runtime(request)
-    try:
-        body = await read_json(request, rt.config.server.max_body_bytes)
-    except ClientGone as e:
-        return openai_error(e)
-    except GatewayError as e:  # not JSON, not an object, too large: said in the output, as every failure is
-        return JSONResponse({"output": f"searchhub could not read this web.run call: {e.message}."})
-    key, bill = caller(request)
-    parts = Parts(rt.metered(key, bill), rt.direct_fetch, rt.store, rt.config.responses_ttl_s, rt.reader,
-                  rt.config.web_search.limits.read_pages)
-    try:
-        output = await cancel_on_disconnect(request, answer(body, parts))
-    except ClientGone as e:
-        return openai_error(e)
-    except Exception:
-        log.exception("codex web search call failed")
-        output = (f"searchhub failed on this web.run call (an internal error, logged with request id "
-                  f"{request_id_var.get()}); the search may work if tried again.")
-    return JSONResponse({"output": output})
 
 
 def _is_upgrade(request: Request) -> bool:
@@ -105,8 +62,6 @@ async def responses_websocket(websocket: WebSocket) -> None:
 
 
 routes = [
-    Route("/v1/alpha/search", alpha_search, methods=["POST"]),
-    Route("/alpha/search", alpha_search, methods=["POST"]),
     Route("/v1/responses", responses_get, methods=["GET"]),
     WebSocketRoute("/v1/responses", responses_websocket),
 ]

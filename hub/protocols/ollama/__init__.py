@@ -1,7 +1,7 @@
 """Ollama's web API (`POST /api/web_search`, `POST /api/web_fetch`, what its client libraries'
 `web_search()` and `web_fetch()` call): the request bodies read, a SearchResult and a FetchResult
-written in Ollama's shapes, and the status and message of a failed fetch. Pure; the HTTP side is
-routes/ollama.py.
+written in Ollama's shapes, and the status and message of a failed fetch. Pure; the endpoints are
+endpoints.py.
 
     POST /api/web_search {"query": "…", "max_results": 5}  -> {"results": [{"title", "url", "content"}]}
     POST /api/web_fetch  {"url": "…"}                     -> {"title", "content", "links": [...]}
@@ -10,8 +10,8 @@ routes/ollama.py.
 
 from __future__ import annotations
 
-from ..core.errors import BadRequest
-from ..fetcher.result import (
+from hub.core.errors import BadRequest
+from hub.fetcher.result import (
     INVALID_TOOL_INPUT,
     MAX_USES_EXCEEDED,
     TOO_MANY_REQUESTS,
@@ -21,7 +21,7 @@ from ..fetcher.result import (
     URL_TOO_LONG,
     FetchResult,
 )
-from ..search.base import SearchRequest, SearchResult
+from hub.search.base import SearchRequest, SearchResult
 
 DEFAULT_RESULTS = 5
 MAX_RESULTS = 10  # more is asked for: this many are answered
