@@ -36,6 +36,9 @@ class Quirks:
     text_tool_calls: str = "server"  # which calls written as text are recovered (text_calls.py)
     estimate_usage: bool = True  # no usage from the backend: estimate rather than report zeros
     stream_tools: bool = True  # tools with tool_choice "auto" can be streamed (else: asked whole, replayed)
+    # said after "upstream stream ended before any content" when a stream of this family's servers
+    # ends without a single event: how they fail silently, and where to look (hub/streams/watch.py)
+    silent_end: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,10 +32,6 @@ HEAD_LIMIT = 1 << 20  # bytes held before the first content, at most
 
 
 ENDED = "upstream stream ended before any content"
-# llama-cpp-python's server answers 200 and ends the stream without a word when the request fails
-# once streaming began (a prompt over its n_ctx: "Requested tokens (…) exceed context window")
-SILENT_LLAMACPP = (" (llama-cpp-python ends a stream without any event when the request fails, e.g. a prompt "
-                   "longer than its n_ctx: its log says why)")
 
 
 @dataclass(slots=True)
@@ -87,8 +83,8 @@ async def first_content(batches: AsyncIterator[list[bytes]], provider: Provider)
                     raise UpstreamError(e.reason, status=e.status or 502) from None
                 if chunk is not None and has_content(chunk):
                     return Opened(head, batches, provider)
-        raise UpstreamError(ENDED + (SILENT_LLAMACPP if not head and provider.type == "llamacpp" else ""),
-                            status=502)
+        silent = provider.quirks.silent_end  # how the family's servers fail without a word, if they do
+        raise UpstreamError(f"{ENDED} ({silent})" if silent and not head else ENDED, status=502)
     except BaseException:
         await batches.aclose()
         raise
