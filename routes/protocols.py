@@ -66,6 +66,19 @@ class RelayStream(EventStream):
         return True
 
 
+class _Reader:
+    """What a Call reads from its Starlette request (hub/protocols/serving.py `Request`)."""
+
+    path_params = staticmethod(lambda request: request.path_params)
+    query = staticmethod(lambda request: request.scope.get("query_string", b"").decode("latin-1"))
+    headers = staticmethod(lambda request: headers_of(request.scope))
+    options = staticmethod(options)
+    caller = staticmethod(caller)
+
+
+READER = _Reader()
+
+
 def endpoint(kind: ProtocolKind, ep: Endpoint) -> Callable[[Request], Awaitable[Response]]:
     log = logging.getLogger(f"searchhub.{kind.name}")
     handle, watched, reads = ep.handle, ep.watched, ep.body
@@ -75,8 +88,7 @@ def endpoint(kind: ProtocolKind, ep: Endpoint) -> Callable[[Request], Awaitable[
         try:
             rt = runtime(request)
             body = await read_json(request, rt.config.server.max_body_bytes) if reads else None
-            call = Call(body, request.path_params, request.scope.get("query_string", b"").decode("latin-1"),
-                        headers_of(request.scope), lambda: options(request, body or {}), lambda: caller(request))
+            call = Call(body, request, READER)
             # Watched from here on: a client that leaves before the answer (or a stream's first
             # content) cancels the work, which closes the upstream request and frees its slot.
             answer = await (until_disconnect(request.receive, handle(rt, call)) if watched else handle(rt, call))

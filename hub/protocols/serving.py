@@ -52,19 +52,51 @@ class Runtime(Protocol):
     def metered(self, key: ApiKey | None, bill: SearchBill | None = None) -> MeteredSearch: ...
 
 
-@dataclass(slots=True)
+class Request(Protocol):
+    """How routes/protocols.py reads one HTTP request for a Call (its `READER`)."""
+
+    def path_params(self, request: Any) -> Mapping[str, str]: ...
+    def query(self, request: Any) -> str: ...
+    def headers(self, request: Any) -> Mapping[str, str]: ...
+    def options(self, request: Any, body: dict) -> Options: ...
+    def caller(self, request: Any) -> tuple[ApiKey | None, SearchBill]: ...
+
+
 class Call:
-    """One HTTP request as a handler sees it."""
+    """One HTTP request as a handler sees it: the decoded JSON body (None: the endpoint reads none),
+    and the rest read from the request when asked (most handlers need only the options)."""
 
-    body: dict | None  # the JSON object sent (None: the endpoint reads no body)
-    path_params: Mapping[str, str]
-    query: str  # the raw query string ("" without one)
-    headers: Mapping[str, str]  # lower-case names
-    options: Callable[[], Options]  # the turn's options (forcing headers, chain, trace, key, bill)
-    caller: Callable[[], tuple[ApiKey | None, SearchBill]]  # the key presented and its search bill
+    __slots__ = ("body", "_request", "_reader")
+
+    def __init__(self, body: dict | None, request: Any, reader: Request) -> None:
+        self.body = body
+        self._request = request
+        self._reader = reader
+
+    @property
+    def path_params(self) -> Mapping[str, str]:
+        return self._reader.path_params(self._request)
+
+    @property
+    def query(self) -> str:
+        """The raw query string ("" without one)."""
+        return self._reader.query(self._request)
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Lower-case names; the first of a repeated header."""
+        return self._reader.headers(self._request)
+
+    def options(self) -> Options:
+        """The turn's options: forcing headers and body field, chain id, trace, key and bill."""
+        return self._reader.options(self._request, self.body or {})
+
+    def caller(self) -> tuple[ApiKey | None, SearchBill]:
+        """The key the request presented (None on a gateway without keys) and its search bill."""
+        return self._reader.caller(self._request)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Answer:
     """A JSON answer: `body` is encoded (bytes go out as they are)."""
 
@@ -73,7 +105,7 @@ class Answer:
     headers: Mapping[str, str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Stream:
     """An SSE answer. `chunks` end with the protocol's end or error event; `interrupted(message)` is
     the error event that ends it when the graceful shutdown cuts it short. `relay`: the chunks are a
