@@ -31,6 +31,7 @@ from .search.registry import ENGINE_KINDS
 from .search.service import SearchService
 from .store import Store, open_store
 from .tools.kind import Parts
+from .tools.registry import TOOLS, settings_types
 from .tools.registry import build as build_tools
 from .tools.search_execution import Summarizer
 from .turn.pipeline import Pipeline
@@ -99,9 +100,9 @@ class Runtime:
         await self.fetch[0].aclose()
 
 
-# What engines.json may name: the search engines of hub/search/engines/ and the backend families of
-# hub/backends/families/ (the config layer lists neither).
-PLUGINS = cfgmod.Plugins(engines=ENGINE_KINDS, families=FAMILIES)
+# What engines.json may name: the search engines of hub/search/engines/, the backend families of
+# hub/backends/families/ and the settings of the server tools of hub/tools/ (the config layer lists none).
+PLUGINS = cfgmod.Plugins(engines=ENGINE_KINDS, families=FAMILIES, tools=settings_types(TOOLS))
 
 
 def load_config(path: str) -> cfgmod.Config:

@@ -235,3 +235,104 @@ def test_tools_are_offered_by_their_order_then_name(tmp_path, monkeypatch):
     package = _package(tmp_path, monkeypatch, {"m1": declare.format("b", ""), "m2": declare.format("a", ", order=100"),
                                                "m3": declare.format("z", ", order=1")})
     assert list(discover(package).tools) == ["z", "a", "b"]
+
+
+# ---------------------------------------------------------------- a tool's own settings: still one module
+
+# A clock with settings of its own, `tools.clock` in engines.json: the module declares their type.
+SET_CLOCK = """
+    import msgspec
+
+    from hub.tools.kind import Parts, ToolKind
+    from tests.toy.clock import Clock
+
+
+    class ClockSettings(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
+        enabled: bool = True
+        description: str = "The local time in a city."
+        max_cities: int = 3
+
+
+    def _build(parts: Parts) -> Clock | None:
+        settings = parts.config.tools["clock"]
+        if not settings.enabled:
+            return None
+        clock = Clock("clock")
+        clock._schema["function"]["description"] = f"{settings.description} (up to {settings.max_cities})"
+        return clock
+
+
+    TOOL = ToolKind("clock", build=_build, settings=ClockSettings)
+"""
+
+
+def _set_clock(tmp_path, monkeypatch):
+    from hub import runtime
+    from hub.config import Plugins
+
+    catalog = discover(_package(tmp_path, monkeypatch, {"clock": SET_CLOCK}))
+    plugins = Plugins(runtime.PLUGINS.engines, runtime.PLUGINS.families,
+                      registry.settings_types({**TOOLS, **catalog.tools}))
+    return catalog, plugins
+
+
+def test_a_tools_settings_are_read_from_its_section_over_http(tmp_path, monkeypatch, gateway, fake_model,
+                                                              search_fakes):
+    """The settings the module declares are what the gateway reads from `tools.clock`: the model is
+    offered the tool as they describe it, and not at all when they turn it off."""
+    from hub import runtime
+
+    catalog, plugins = _set_clock(tmp_path, monkeypatch)
+    monkeypatch.setattr(registry, "TOOLS", {**TOOLS, **catalog.tools})
+    monkeypatch.setattr(runtime, "PLUGINS", plugins)  # what hub/runtime.py's load_config checks against
+    for section, offered in (({"clock": {"description": "Ask the clock.", "maxCities": 2}}, "Ask the clock. (up to 2)"),
+                             ({}, "The local time in a city. (up to 3)"),
+                             ({"clock": {"enabled": False}}, None)):
+        cfg = base_config(fake_model.url)
+        cfg["webSearch"] = {"engines": [searxng_engine(search_fakes, default=True)], "injectPolicy": "always"}
+        cfg["webFetch"] = {"enabled": False}
+        cfg["tools"] = section
+        gw = gateway(cfg)
+        fake_model.requests.clear()
+        r = httpx.post(gw.url + "/v1/chat/completions", timeout=30, json={
+            "model": "default", "messages": [{"role": "user", "content": "what time is it in Paris?"}]})
+        assert r.status_code == 200, r.text
+        tools = {t["function"]["name"]: t["function"]["description"] for t in fake_model.requests[0].get("tools", [])}
+        assert "web_search" in tools and tools.get("clock") == offered, (section, tools)
+
+
+def test_a_wrong_tool_setting_is_a_config_error_naming_it(tmp_path, monkeypatch):
+    import json
+
+    from hub.config import ConfigError, parse
+
+    _, plugins = _set_clock(tmp_path, monkeypatch)
+    cases = {
+        "enabled": ({"clock": {"enabled": "${CLOCK_ON}"}}, "tools.clock.enabled: Expected `bool`, got `str`"),
+        "unknown": ({"clock": {"colour": 1}}, "tools.clock: Object contains unknown field `colour`"),
+        "nested": ({"clock": {"maxCities": [1]}}, "tools.clock.maxCities: Expected `int`, got `array`"),
+        "no tool": ({"nope": {}}, "tools.nope: no server tool with settings is named 'nope' (known: clock)"),
+    }
+    for what, (section, error) in cases.items():
+        cfg = base_config("http://127.0.0.1:9/v1")
+        cfg["tools"] = section
+        with pytest.raises(ConfigError) as e:
+            parse(json.dumps(cfg), env={"CLOCK_ON": "sk-not-a-bool"}, plugins=plugins)
+        assert e.value.errors == [error], what
+        assert "sk-not-a-bool" not in str(e.value)
+    with pytest.raises(ConfigError, match="no server tool with settings is named 'clock'"):
+        parse(json.dumps({**base_config("http://127.0.0.1:9/v1"), "tools": {"clock": {}}}), env={},
+              plugins=runtime_plugins())
+
+
+def runtime_plugins():
+    from hub.runtime import PLUGINS
+
+    return PLUGINS
+
+
+def test_settings_must_have_defaults(tmp_path, monkeypatch):
+    source = SET_CLOCK.replace('forbid_unknown_fields=True,', 'forbid_unknown_fields=True, kw_only=True,').replace(
+        'max_cities: int = 3', 'max_cities: int')
+    with pytest.raises(ValueError, match=r"\.clock\.TOOL: settings must be a msgspec Struct whose fields all have defaults"):
+        discover(_package(tmp_path, monkeypatch, {"clock": source}))

@@ -20,7 +20,7 @@ import jsonschema
 from .engine_kinds import EngineKind, EngineKinds
 from .env import env_names, expand_env, format_path
 from .keys import parse_keys
-from .plugins import Plugins, unknown_names
+from .plugins import Plugins, tool_settings, unknown_names
 from .proxy import DIRECT, parse_proxy
 from .quirks import BackendFamily
 from .quirks import resolve as resolve_quirks
@@ -312,6 +312,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None, *, plugins: Pl
 
     web_search = _build_web_search(raw["webSearch"], providers, routes, plugins.engines, errors)
     web_fetch = _build_web_fetch(raw.get("webFetch", {}), providers, errors)
+    tools = tool_settings(raw.get("tools"), plugins, errors)
 
     aliases = raw.get("modelAliases", {})
     state = dict(raw["state"])
@@ -327,6 +328,7 @@ def build(raw: Any, env: dict[str, str], path: str | None = None, *, plugins: Pl
         state=state,
         responses_ttl_s=raw["responses"]["storeTtlMs"] / 1000,
         web_fetch=web_fetch,
+        tools=tools,
         trace=_trace(raw["trace"]),
         telemetry=_telemetry(raw["telemetry"]),
     )

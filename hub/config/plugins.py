@@ -1,14 +1,18 @@
 """What a build holds that engines.json may name, passed to the loader (`load`/`parse`/`build`) as one
 value by its callers: hub/runtime.py's load_config (serve, reload, CLI, workers) and the tests.
 hub/config/ imports nothing above it, so the tables are made where the plug-ins live:
-hub/search/registry.py (search engines) and hub/backends/registry.py (backend families). The schema
-only says these names are strings; `unknown_names` checks them against the tables."""
+hub/search/registry.py (search engines), hub/backends/registry.py (backend families) and
+hub/tools/registry.py (the settings server tools declare). The schema only says these names are
+strings; `unknown_names` checks them against the tables, `tool_settings` decodes the `tools` section."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from .engine_kinds import EngineKind, EngineKinds
 from .env import env_names
@@ -20,6 +24,9 @@ from .settings import COMMERCIAL_TYPES
 class Plugins:
     engines: EngineKinds = field(default_factory=EngineKinds)  # webSearch.engines[].type, a model engine's provider type
     families: Mapping[str, BackendFamily] = field(default_factory=dict)  # providers.*.type, providers.*.quirks.family
+    # tools.<name>: the settings type (a msgspec Struct with defaults) each server tool that has
+    # settings declares (hub/tools/kind.py ToolKind.settings)
+    tools: Mapping[str, type] = field(default_factory=dict)
 
 
 Found = list[tuple[list[str], str]]  # (JSON path, message), sorted with the schema's errors
@@ -89,3 +96,27 @@ def _provider_type_errors(raw: dict, as_written: dict, families: Mapping[str, Ba
                            f"providers.{pid}.quirks.family: unknown backend family {_shown(family, source)} "
                            f"(known: {', '.join(quirks)})"))
     return errors
+
+
+_AT = re.compile(r" - at `\$([^`]*)`$")
+
+
+def tool_settings(section: Any, plugins: Plugins, errors: list[str]) -> dict[str, Any]:
+    """The `tools` section: each server tool's settings decoded as the type it declares, by tool name;
+    a tool the file leaves out gets its type's defaults. An entry no tool declares, or a value its
+    type rejects, is an error naming the field (msgspec's messages never echo the value)."""
+    section = section if isinstance(section, dict) else {}
+    out: dict[str, Any] = {}
+    for name, kind in plugins.tools.items():
+        try:
+            out[name] = msgspec.convert(section.get(name, {}), kind)
+        except msgspec.ValidationError as e:
+            message = str(e)
+            at = _AT.search(message)
+            path = f"tools.{name}{at.group(1) if at else ''}"
+            errors.append(f"{path}: {message[: at.start()] if at else message}")
+    for name in section:
+        if name not in plugins.tools:
+            errors.append(f"tools.{name}: no server tool with settings is named '{name}' "
+                          f"(known: {', '.join(sorted(plugins.tools)) or 'none'})")
+    return out

@@ -4,6 +4,7 @@ importing the loader."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,6 +240,8 @@ class Config:
     responses_ttl_s: float
     raw_hash: str = ""
     web_fetch: WebFetchConfig = field(default_factory=WebFetchConfig)
+    # tools.<name>: a server tool's own settings, as the type its module declares (ToolKind.settings)
+    tools: Mapping[str, Any] = field(default_factory=dict)
     trace: TraceConfig = field(default_factory=TraceConfig)
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
 

@@ -43,13 +43,17 @@ class ToolKind:
     `order` places its chat function among the tools offered to the model (lower first); ties go
     by name. `hosted` is how its calls show where a protocol has hosted tools (its call type's
     HOSTED; its `usage_key` is the Anthropic `usage.server_tool_use` counter the Messages encoders
-    always show), `offers` how each protocol's clients offer it hosted."""
+    always show), `offers` how each protocol's clients offer it hosted. `settings` is the type of its
+    own section of engines.json, `tools.<name>` (a msgspec Struct whose fields all have defaults): the
+    config loader decodes it and names a wrong field, and the build reads it as
+    `parts.config.tools[name]`."""
 
     name: str
     build: Callable[[Parts], ServerTool | None]
     order: int = 100
     hosted: Hosted | None = None
     offers: Mapping[str, Offering] = field(default_factory=dict)  # MESSAGES | RESPONSES | OPENROUTER -> how
+    settings: type | None = None
 
 
 @dataclass(slots=True)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import msgspec
+
 from ..core.plugins import declarations
 from . import kinds as kinds_package
 from .base import ServerTool
@@ -40,12 +42,23 @@ def discover(package: ModuleType) -> Catalog:
     for module, kind in modules.items():
         if not callable(kind.build):
             raise ValueError(f"{package.__name__}.{module}.TOOL: build must be a callable taking the runtime's Parts")
+        if kind.settings is not None:
+            try:
+                msgspec.convert({}, kind.settings)
+            except (msgspec.ValidationError, TypeError) as e:
+                raise ValueError(f"{package.__name__}.{module}.TOOL: settings must be a msgspec Struct whose "
+                                 f"fields all have defaults ({e})") from None
     ordered = sorted(modules.values(), key=lambda k: (k.order, k.name))
     return Catalog({k.name: k for k in ordered}, modules)
 
 
 CATALOG = discover(kinds_package)
 TOOLS: dict[str, ToolKind] = CATALOG.tools  # what hub/runtime.py builds a config's tools from
+
+
+def settings_types(tools: Mapping[str, ToolKind]) -> dict[str, type]:
+    """Tool name -> its settings type, for the config loader's `tools` section (hub/config/plugins.py)."""
+    return {name: kind.settings for name, kind in tools.items() if kind.settings is not None}
 
 
 def offerings(protocol: str, client_type: object) -> list[tuple[str, Offering]]:
