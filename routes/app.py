@@ -53,9 +53,14 @@ from .protocols import direct_paths, error_response, protocol_routes
 log = logging.getLogger("searchhub.http")
 GC_YOUNG = 10_000  # collect the young generation after this many new containers; see create_app
 _OPEN_PATHS = frozenset({"/health", "/metrics"})
-# The gateway's API paths: a POST to one is a model or search call (traced, drained), and each
-# request to one (and to /mcp) is counted on /metrics and in the access log.
-_API_PREFIXES = ("/v1/", "/anthropic/", "/alpha/", "/api/")
+
+
+def api_prefixes(kinds: tuple[ProtocolKind, ...]) -> tuple[str, ...]:
+    """The gateway's API paths: /v1/ and the first segment of every path a protocol serves
+    ("/anthropic/", "/alpha/", "/api/"). A POST to one is a model or search call (traced, drained),
+    and each request to one (and to /mcp) is counted on /metrics and in the access log."""
+    firsts = {"/" + path.split("/")[1] + "/" for kind in kinds for ep in kind.endpoints for path in ep.paths}
+    return tuple(sorted(firsts | {"/v1/"}))
 
 
 def _endpoint_name(path: str) -> str:
@@ -103,8 +108,8 @@ class GatewayMiddleware:
                     trace.error = error_message(message["body"])
             await send(message)
 
-        model_call = scope["method"] == "POST" and path.startswith(_API_PREFIXES)
         app_state = scope["app"].state
+        model_call = scope["method"] == "POST" and path.startswith(app_state.api_prefixes)
         gateway: Gateway = app_state.gateway
         drain: Drain = app_state.drain
         shared = gateway.runtime.shared if gateway.runtime else None
@@ -141,7 +146,7 @@ class GatewayMiddleware:
             current_trace.reset(trace_token)
             if entry is not None:
                 drain.leave(entry)
-            if path.startswith(_API_PREFIXES) or path == "/mcp":
+            if path.startswith(app_state.api_prefixes) or path == "/mcp":
                 endpoint = "responses/{id}" if path.startswith("/v1/responses/") else _endpoint_name(path)
                 LEDGER.finished(endpoint, status_box[0], time.perf_counter() - started, scope["method"], path,
                                 key.name if key else ANONYMOUS, bill.searches, bill.cost, trace)
@@ -526,6 +531,7 @@ def create_app(config_path: str, config: cfgmod.Config | None = None,
         404: _http_error, 405: _http_error, Exception: _internal_error})
     app.state.gateway = gateway
     app.state.protocols = protocols
+    app.state.api_prefixes = api_prefixes(protocols)
     app.state.drain = drain
     app.add_middleware(GatewayMiddleware)
     return app

@@ -116,6 +116,7 @@ def test_a_new_protocol_folder_is_served_over_http(tmp_path, monkeypatch, fake_m
     kinds = (*PROTOCOLS, *discover(_protocols(tmp_path, monkeypatch, {"ask": {"endpoints": ASK}})))
     cfg = hermetic(base_config(fake_model.url))
     cfg["server"]["apiKeys"] = [{"name": "team", "key": "sk-team-0123456789"}]
+    cfg["server"]["adminKeys"] = ["admin-key-0123456789"]
     path = tmp_path / "engines.json"
     path.write_text(json.dumps(cfg))
     config = parse(path.read_text(), env={}, plugins=PLUGINS, path=str(path))
@@ -144,6 +145,13 @@ def test_a_new_protocol_folder_is_served_over_http(tmp_path, monkeypatch, fake_m
             assert c.post("/v1/chat/completions", content=b"{").json()["error"]["type"] == "invalid_request_error"
         anonymous = httpx.post(server.url + "/ask/v1/ask", json={"question": "hi"}, timeout=10)
         assert anonymous.status_code == 401 and "API key" in anonymous.json()["problem"]
+        # its calls are the gateway's API calls: counted, and traced as model calls
+        counted = httpx.get(server.url + "/metrics", timeout=10).text
+        assert 'searchhub_requests_total{endpoint="ask",status="200"} 2.0' in counted, counted[-3000:]
+        assert 'searchhub_requests_total{endpoint="ask",status="400"} 2.0' in counted
+        traces = httpx.get(server.url + "/admin/traces", timeout=10,
+                           headers={"authorization": "Bearer admin-key-0123456789"}).json()
+        assert [t["endpoint"] for t in traces["data"]].count("ask") >= 2, traces
     finally:
         server.stop()
 
