@@ -74,6 +74,13 @@ class Call:
         self._reader = reader
 
     @property
+    def json(self) -> dict:
+        """The body of an endpoint that reads one (Endpoint.body): always a JSON object."""
+        body = self.body
+        assert body is not None, "this endpoint reads no body (Endpoint.body=False)"
+        return body
+
+    @property
     def path_params(self) -> Mapping[str, str]:
         return self._reader.path_params(self._request)
 

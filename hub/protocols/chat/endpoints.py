@@ -20,8 +20,7 @@ _encode = msgspec.json.encode
 
 
 async def completions(rt: Runtime, call: Call) -> Answer | Stream:
-    body = call.body
-    assert body is not None
+    body = call.json
     validate_chat(body)
     opts = call.options()
     opts.frames = True  # encode_stream takes pre-framed relay bytes

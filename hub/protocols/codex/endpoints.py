@@ -26,11 +26,10 @@ log = logging.getLogger("searchhub.codex")
 
 
 async def search(rt: Runtime, call: Call) -> Answer:
-    assert call.body is not None
     key, bill = call.caller()
     parts = Parts(rt.metered(key, bill), rt.direct_fetch, rt.store, rt.config.responses_ttl_s, rt.reader,
                   rt.config.web_search.limits.read_pages)
-    return Answer({"output": await answer(call.body, parts)})
+    return Answer({"output": await answer(call.json, parts)})
 
 
 def output_error(exc: Exception, call: Call | None) -> Answer:

@@ -129,8 +129,7 @@ def _broken(message: str) -> bytes:
 
 async def _passthrough(call: Call, rt: Runtime, resolution: Resolution, path: str) -> Answer | Stream:
     """A commercial Anthropic target: the request goes through untouched (hub/routing/passthrough.py)."""
-    body = call.body
-    assert body is not None
+    body = call.json
     stream = body.get("stream") is True and path == "/v1/messages"
     fwd = passthrough.Forward(path, stream, call.query, call.headers, broken=_broken)
     try:
@@ -149,8 +148,7 @@ async def _passthrough(call: Call, rt: Runtime, resolution: Resolution, path: st
 
 async def _routed(call: Call, rt: Runtime, path: str) -> tuple[str, Answer | Stream | None]:
     """The model after modelAliases, and the answer when a commercial Anthropic target serves it."""
-    body = call.body
-    assert body is not None
+    body = call.json
     model = _model(rt, body)
     native = rt.router.serving(model, "anthropic", thinking=wants_thinking(body))
     return model, (await _passthrough(call, rt, native, path) if native is not None else None)
@@ -160,8 +158,7 @@ async def _routed(call: Call, rt: Runtime, path: str) -> tuple[str, Answer | Str
 
 
 async def create(rt: Runtime, call: Call) -> Answer | Stream:
-    body = call.body
-    assert body is not None
+    body = call.json
     model, answered = await _routed(call, rt, "/v1/messages")
     if answered is not None:
         return answered
@@ -206,8 +203,7 @@ async def _answer(rt: Runtime, chat: dict, ctx: MessagesContext, opts: Options, 
 
 
 async def count_tokens(rt: Runtime, call: Call) -> Answer | Stream:
-    body = call.body
-    assert body is not None
+    body = call.json
     _, answered = await _routed(call, rt, "/v1/messages/count_tokens")
     if answered is not None:
         return answered

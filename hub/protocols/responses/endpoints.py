@@ -69,8 +69,7 @@ async def _events(rt: Runtime, ctx: ResponsesContext, items: AsyncGenerator,
 
 
 async def create(rt: Runtime, call: Call) -> Answer | Stream:
-    body = call.body
-    assert body is not None
+    body = call.json
     model = body.get("model")
     native = rt.router.serving(model, "openai", thinking=wants_thinking(body)) if isinstance(model, str) and model else None
     if native is not None:
