@@ -10,8 +10,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hub.tools.events import Keepalive
 from hub.protocols.chat.endpoints import encode_stream
+from hub.tools.events import Keepalive
 
 
 def chunk(text: str | None, usage: bool = False) -> dict:

@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-import httpx
 import msgspec
 
 from ..config.settings import Provider, Target
-from ..upstream.http import UpstreamError, open_sse, post_json, sse_batches, sse_data, stream_error
+from ..upstream.http import UpstreamError, open_sse, post_json, sse_batches, stream_error
+from ..upstream.transport import UpstreamClient
 from . import quirks
 from .normalize import ModelName
 
@@ -54,7 +54,7 @@ def outbound(body: dict, target: Target, *, stream: bool, server_tools: frozense
     return quirks.outbound(out, target.provider.quirks, server_tools=server_tools)
 
 
-async def complete(client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0,
+async def complete(client: UpstreamClient, target: Target, body: dict, *, retries: int = 0,
                    server_tools: frozenset[str] = frozenset()) -> dict:
     p = target.provider
     data = await post_json(client, p, chat_url(p), outbound(body, target, stream=False, server_tools=server_tools),
@@ -80,12 +80,12 @@ def _renamer(body: dict) -> ModelName | None:
 
 
 async def stream(
-    client: httpx.AsyncClient, target: Target, body: dict, *, retries: int = 0, raw: bool = False,
+    client: UpstreamClient, target: Target, body: dict, *, retries: int = 0,
     server_tools: frozenset[str] = frozenset(), deadline: asyncio.Timeout | None = None,
-) -> AsyncIterator:
+) -> AsyncIterator[list[bytes]]:
     """Open the stream (errors before the first byte raise UpstreamError here, so the caller can
-    fail over) and return an iterator of decoded chunks, or with raw, of the `data:` payloads of
-    each network read (for a relay that forwards most of them untouched). A request with tools the
+    fail over) and return an iterator of the `data:` payloads of each network read (for a relay that
+    forwards most of them untouched; hub/streams/watch.py decodes the rest). A request with tools the
     family cannot stream is asked whole and replayed as chunks (hub/backends/quirks.py): its first
     content is the whole answer, so the attempt's first-content `deadline` (hub/streams/watch.py
     `by_deadline`) is lifted and `timeoutMs` bounds it, as any request asked whole."""
@@ -97,17 +97,14 @@ async def stream(
         whole = {k: v for k, v in out.items() if k not in ("stream", "stream_options")}
         data = await post_json(client, p, chat_url(p), whole, headers(p), retries=retries)
         _named(data, body)
-        return _replayed(quirks.as_chunks(data), raw)
+        return _replayed(quirks.as_chunks(data))
     resp = await open_sse(client, p, chat_url(p), out, headers(p, stream=True), retries=retries)
-    return sse_batches(resp, _renamer(body)) if raw else _chunks(resp, p, _renamer(body))
+    return sse_batches(resp, _renamer(body))
 
 
-async def _replayed(chunks: list[dict], raw: bool) -> AsyncIterator:
-    if raw:
-        yield [msgspec.json.encode(c) for c in chunks]
-        return
-    for chunk in chunks:
-        yield chunk
+async def _replayed(chunks: list[dict]) -> AsyncIterator[list[bytes]]:
+    """An answer asked whole, as one read of a stream's payloads."""
+    yield [msgspec.json.encode(c) for c in chunks]
 
 
 def decode_chunk(data: bytes, provider: Provider) -> dict | None:
@@ -123,10 +120,3 @@ def decode_chunk(data: bytes, provider: Provider) -> dict | None:
     return chunk
 
 
-async def _chunks(resp: httpx.Response, provider: Provider,
-                  rename: ModelName | None = None) -> AsyncIterator[dict]:
-    async for data in sse_data(resp, rename):
-        if data == b"[DONE]":
-            return
-        if data and (chunk := decode_chunk(data, provider)) is not None:
-            yield chunk

@@ -53,10 +53,6 @@ class Telemetry:
         if self._provider is not None:
             self._provider.shutdown()
 
-    def flush(self) -> None:
-        if self._provider is not None:
-            self._provider.force_flush()
-
     def export(self, trace: Trace) -> None:
         tracer = self._tracer
         if tracer is None:

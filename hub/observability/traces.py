@@ -46,10 +46,6 @@ class TraceRecorder:
     def enabled(self) -> bool:
         return self.config.enabled
 
-    @property
-    def bodies(self) -> bool:
-        return self.config.bodies
-
     def configure(self, config: TraceConfig) -> None:
         """A reload: new limits apply to the next request; the ring keeps what fits."""
         if config.ring_size != self.config.ring_size:

@@ -202,7 +202,7 @@ class Dispatcher:
 
         def open_one(t: Target) -> Awaitable[Opened]:  # within the target's first-content deadline
             async def opening(deadline: asyncio.Timeout | None) -> Opened:
-                batches = await openai_compat.stream(self.client, t, _for(body, t), retries=retries, raw=True,
+                batches = await openai_compat.stream(self.client, t, _for(body, t), retries=retries,
                                                       server_tools=server_tools, deadline=deadline)
                 return await first_content(batches, t.provider)
 

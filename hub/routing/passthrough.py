@@ -18,6 +18,7 @@ from ..config.settings import Target
 from ..streams import native as native_stream
 from ..streams.watch import by_deadline
 from ..upstream.http import UpstreamError, open_sse, post_json
+from ..upstream.transport import Streamed
 from .dispatch import Dispatcher
 from .router import Resolution
 
@@ -127,7 +128,7 @@ async def _ended(chunks: AsyncIterator[bytes], broken: Callable[[str], bytes] | 
         await chunks.aclose()
 
 
-async def _raw(resp: httpx.Response) -> AsyncIterator[bytes]:
+async def _raw(resp: Streamed) -> AsyncIterator[bytes]:
     try:
         async for chunk in resp.aiter_raw():
             yield chunk

@@ -30,9 +30,6 @@ class Cooldowns:
         if seconds > 0:
             self._until[key] = (time.monotonic() + seconds, reason)
 
-    def clear(self, key: str) -> None:
-        self._until.pop(key, None)
-
     def remaining(self, key: str) -> float:
         item = self._until.get(key)
         if item is None:

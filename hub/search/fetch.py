@@ -16,8 +16,7 @@ import msgspec
 from yarl import URL
 
 from ..core.redaction import redact
-from ..upstream.http import send
-from ..upstream.transport import PROXY_EXTENSION, UpstreamClient, mapped_error
+from ..upstream.transport import UpstreamClient, mapped_error
 from .base import TOO_MANY_REQUESTS, UNAVAILABLE, EngineError
 from .sanitize import clean_text, truncate
 
@@ -79,15 +78,12 @@ class Fetched:
     content: bytes
 
 
-async def fetch(client: httpx.AsyncClient, out: Outgoing, *, timeout: float, proxy: str | None = None,
+async def fetch(client: UpstreamClient, out: Outgoing, *, timeout: float, proxy: str | None = None,
                 accept: str = "application/json") -> Fetched:
     """Send one request (through the engine's proxy, when it has one); transport failures become
     EngineErrors that name no host, proxy or key."""
     try:
-        if isinstance(client, UpstreamClient) and "?" not in out.url:
-            return await _direct(client, out, timeout, proxy, accept)
-        resp = await send(client, _request(out, timeout, proxy, accept), stream=False)
-        return Fetched(resp.status_code, resp.content)
+        return await _direct(client, out, timeout, proxy, accept)
     except (httpx.ConnectError, httpx.ConnectTimeout):
         # The aiohttp transport reports a refused connection as ConnectTimeout.
         raise EngineError("cannot reach the search service (connection failed)") from None
@@ -106,21 +102,14 @@ def _payload(out: Outgoing, accept: str) -> tuple[dict[str, str], bytes | None]:
     return headers, _encode(out.json)
 
 
-def _request(out: Outgoing, timeout: float, proxy: str | None, accept: str) -> httpx.Request:
-    headers, content = _payload(out, accept)
-    ext: dict[str, Any] = {"timeout": httpx.Timeout(timeout).as_dict()}
-    if proxy is not None:
-        ext[PROXY_EXTENSION] = proxy
-    return httpx.Request(out.method, out.url, params=out.params, content=content, headers=headers, extensions=ext)
-
-
 async def _direct(client: UpstreamClient, out: Outgoing, timeout: float, proxy: str | None,
                   accept: str) -> Fetched:
     """The same request through `UpstreamClient.request_direct` (the lean client or aiohttp), without
     httpx's request and response objects (their URL parsing alone was a tenth of a search round's CPU; bench/README.md,
-    "History"). The query is encoded by httpx's own rules, so the service sees the same bytes."""
+    "History"). The query is encoded by httpx's own rules, so the service sees the same bytes; it
+    follows a query the URL already has (an engine's URL with one of its own), as httpx would."""
     headers, data = _payload(out, accept)
-    url = out.url + "?" + query_string(out.params) if out.params else out.url
+    url = with_query(out.url, query_string(out.params)) if out.params else out.url
     t = client.direct.timeout({"connect": timeout, "read": timeout, "pool": timeout})  # httpx.Timeout(timeout)'s
     try:
         resp = await client.request_direct(URL(url, encoded=True), data, headers, t, proxy, method=out.method)
@@ -131,6 +120,15 @@ async def _direct(client: UpstreamClient, out: Outgoing, timeout: float, proxy: 
     except Exception as e:
         raise mapped_error(e) from e
     return Fetched(resp.status, content)
+
+
+def with_query(url: str, query: str) -> str:
+    """`url` with `query` added: after its own query if it has one."""
+    if not query:
+        return url
+    if "?" not in url:
+        return f"{url}?{query}"
+    return url + query if url.endswith(("?", "&")) else f"{url}&{query}"
 
 
 def query_string(params: dict[str, Any]) -> str:

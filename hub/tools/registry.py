@@ -107,10 +107,6 @@ class ServerTools:
     def get(self, name: str | None) -> ServerTool | None:
         return self._by_name.get(name) if name else None
 
-    def hosted(self, anthropic_name: object) -> ServerTool | None:
-        """The tool a replayed Anthropic `server_tool_use` block names."""
-        return self._by_hosted.get(anthropic_name) if isinstance(anthropic_name, str) else None
-
     @property
     def names(self) -> frozenset[str]:
         return frozenset(self._by_name)

@@ -19,7 +19,7 @@ from ..core.redaction import redact_bytes
 from .failures import error_message, request_kind, scrub
 from .h1 import ConnectFailed, ConnectTimedOut, Response
 from .proxy import ProxyPolicy
-from .transport import PROXY_EXTENSION, LeanAiohttpTransport, Streamed, UpstreamClient
+from .transport import LeanAiohttpTransport, Streamed, UpstreamClient
 
 _json_decode = msgspec.json.decode
 _json_encode = msgspec.json.encode
@@ -48,33 +48,6 @@ def make_client(env: Mapping[str, str] | None = None) -> httpx.AsyncClient:
     (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) are read here, once."""
     policy = ProxyPolicy.from_env(os.environ if env is None else env)
     return UpstreamClient(LeanAiohttpTransport(proxies=policy))
-
-
-_URLS: dict[str, httpx.URL] = {}
-
-
-def _request(url: str, body: dict, headers: dict[str, str], timeout: httpx.Timeout,
-             proxy: str | None = None) -> httpx.Request:
-    u = _URLS.get(url)
-    if u is None:
-        u = httpx.URL(url)
-        if len(_URLS) < 1024:
-            _URLS[url] = u
-    ext: dict = {"timeout": timeout.as_dict()}
-    if proxy is not None:
-        ext[PROXY_EXTENSION] = proxy
-    return httpx.Request("POST", u, content=_json_encode(body), headers=headers, extensions=ext)
-
-
-async def send(client: httpx.AsyncClient, request: httpx.Request, *, stream: bool) -> httpx.Response:
-    if isinstance(client, UpstreamClient):
-        return await client.send_direct(request, stream=stream)
-    return await client.send(request, stream=stream)
-
-
-def timeout_for(provider: Provider, total: float | None = None) -> httpx.Timeout:
-    read = provider.timeout_s if total is None else min(total, provider.timeout_s)
-    return httpx.Timeout(read, connect=provider.connect_timeout_s, pool=provider.connect_timeout_s)
 
 
 def _status_error(status: int, body: bytes, headers: httpx.Headers, provider: Provider) -> UpstreamError:
@@ -138,29 +111,6 @@ async def _with_retries(fn, retries: int):
             await asyncio.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
 
 
-async def _exchange(client: httpx.AsyncClient, provider: Provider, request: httpx.Request, *, retries: int,
-                    stream: bool) -> httpx.Response:
-    """Send with retries; any transport failure or non-200 answer becomes an UpstreamError."""
-
-    async def attempt() -> httpx.Response:
-        return await send(client, request, stream=stream)
-
-    try:
-        resp = await _with_retries(attempt, retries)
-    except httpx.HTTPError as e:
-        raise _transport_error(e) from None
-    if resp.status_code != 200:
-        content = b""
-        try:
-            content = await resp.aread()  # already read unless streaming
-        except httpx.HTTPError:
-            pass
-        finally:
-            await resp.aclose()
-        raise _status_error(resp.status_code, content, resp.headers, provider)
-    return resp
-
-
 _TIMEOUTS: dict[tuple[float, float], aiohttp.ClientTimeout] = {}
 
 
@@ -179,7 +129,8 @@ def _aiohttp_timeout(provider: Provider, total: float | None) -> aiohttp.ClientT
 
 async def _exchange_direct(client: UpstreamClient, provider: Provider, url: str, body: dict,
                            headers: dict[str, str], *, retries: int, total: float | None) -> aiohttp.ClientResponse:
-    """The model calls' path: aiohttp straight, no httpx objects. Same contract as `_exchange`."""
+    """Send with retries (the model calls' path: aiohttp or the lean client straight, no httpx
+    objects); any transport failure or non-200 answer becomes an UpstreamError."""
     data = _json_encode(body)
     timeout = _aiohttp_timeout(provider, total)
 
@@ -213,35 +164,28 @@ def _json_object(raw: bytes) -> dict:
 
 
 async def post_json(
-    client: httpx.AsyncClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
+    client: UpstreamClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
     *, retries: int = 0, timeout: float | None = None,
 ) -> dict:
-    if isinstance(client, UpstreamClient):
-        resp = await _exchange_direct(client, provider, url, body, headers, retries=retries, total=timeout)
-        try:
-            raw = await resp.read()
-        except _TRANSPORT_ERRORS as e:
-            raise _transport_error(e) from None
-        finally:
-            resp.release()
-        return _json_object(raw)
-    request = _request(url, body, headers, timeout_for(provider, timeout), provider.proxy)
-    resp = await _exchange(client, provider, request, retries=retries, stream=False)
-    return _json_object(resp.content)
+    resp = await _exchange_direct(client, provider, url, body, headers, retries=retries, total=timeout)
+    try:
+        raw = await resp.read()
+    except _TRANSPORT_ERRORS as e:
+        raise _transport_error(e) from None
+    finally:
+        resp.release()
+    return _json_object(raw)
 
 
 async def open_sse(
-    client: httpx.AsyncClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
+    client: UpstreamClient, provider: Provider, url: str, body: dict, headers: dict[str, str],
     *, retries: int = 0,
-) -> httpx.Response | Streamed:
+) -> Streamed:
     """Send a streaming request; raise UpstreamError unless the upstream answered 200."""
-    if isinstance(client, UpstreamClient):
-        return Streamed(await _exchange_direct(client, provider, url, body, headers, retries=retries, total=None))
-    request = _request(url, body, headers, timeout_for(provider), provider.proxy)
-    return await _exchange(client, provider, request, retries=retries, stream=True)
+    return Streamed(await _exchange_direct(client, provider, url, body, headers, retries=retries, total=None))
 
 
-async def sse_batches(resp: httpx.Response | Streamed,
+async def sse_batches(resp: Streamed,
                       rename: Callable[[bytes], bytes] | None = None) -> AsyncIterator[list[bytes]]:
     """The payloads of the `data:` lines that each network read completed, as they arrive (one
     list per read, so a relay can forward them in one write). `rename` rewrites each read's bytes
@@ -252,7 +196,7 @@ async def sse_batches(resp: httpx.Response | Streamed,
     at the end."""
     buf = b""
     error_event = False  # an `event: error` line came, its data not yet
-    chunks = resp.raw.content.iter_any() if isinstance(resp, Streamed) else resp.aiter_bytes()
+    chunks = resp.raw.content.iter_any()
     try:
         async for chunk in chunks:
             buf += chunk
@@ -274,8 +218,8 @@ async def sse_batches(resp: httpx.Response | Streamed,
     except _TRANSPORT_ERRORS as e:
         raise _transport_error(e) from None
     finally:
-        aclose = getattr(chunks, "aclose", None)  # httpx's is an async generator: close it here,
-        if aclose is not None:  # or the event loop finalizes it later, with a task of its own
+        aclose = getattr(chunks, "aclose", None)  # an async generator (the lean client's): close it
+        if aclose is not None:  # here, or the event loop finalizes it later, with a task of its own
             await aclose()
         await resp.aclose()
 
@@ -308,16 +252,3 @@ def _as_error(data: bytes) -> bytes:
     if isinstance(value, dict) and ("error" in value or value.get("object") == "error"):
         return data
     return _json_encode({"error": value if value else "error event without a message"})
-
-
-async def sse_data(resp: httpx.Response | Streamed,
-                   rename: Callable[[bytes], bytes] | None = None) -> AsyncIterator[bytes]:
-    """Yield the payload of each `data:` line as it arrives (`rename`: as sse_batches). Closes the
-    response at the end."""
-    batches = sse_batches(resp, rename)
-    try:
-        async for batch in batches:
-            for data in batch:
-                yield data
-    finally:
-        await batches.aclose()

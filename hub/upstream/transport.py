@@ -6,9 +6,7 @@ httpx objects, errors are httpx errors); aiohttp moves the bytes. Model calls (h
 skip httpx altogether through `UpstreamClient.request_direct` and `Streamed`, on the same session
 and the same proxy routing. Compared with the generic httpx-aiohttp transport this one caches the
 aiohttp timeout objects and parsed URLs, keeps no cookies, and streams what arrives as it arrives
-(bench/README.md has the measurements). `UpstreamClient.send_direct` also skips httpx's client
-layer (auth, redirects, cookie extraction, event hooks), which the gateway's upstream calls never
-use.
+(bench/README.md has the measurements).
 
 A request that meets a connection the upstream closed while it sat idle is sent again on a new one
 (`_retry_stale`), and idle connections are dropped before common servers drop them (`KEEPALIVE_S`).
@@ -310,33 +308,15 @@ class UpstreamClient(httpx.AsyncClient):
         return session.request(method, u, data=data, headers=headers, timeout=timeout,
                                allow_redirects=False, skip_auto_headers=("user-agent",), **via)
 
-    async def send_direct(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
-        resp = await self.direct.handle_async_request(request)
-        if not stream:
-            try:
-                await resp.aread()
-            finally:
-                await resp.aclose()
-        return resp
-
 
 class Streamed:
-    """An upstream answer from `request_direct` (aiohttp's or the lean client's), read as it arrives. Offers the few members of
-    httpx.Response that the pass-through relays use (`status_code`, `headers`, `aiter_raw`,
-    `aclose`), with httpx's errors, so they need not know which path opened it."""
+    """An upstream answer from `request_direct` (aiohttp's or the lean client's), read as it arrives:
+    `aiter_raw` and `aclose`, with httpx's errors (what the pass-through relays use)."""
 
     __slots__ = ("raw",)
 
     def __init__(self, raw: aiohttp.ClientResponse | h1.Response) -> None:
         self.raw = raw
-
-    @property
-    def status_code(self) -> int:
-        return self.raw.status
-
-    @property
-    def headers(self):
-        return self.raw.headers
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         try:
@@ -344,8 +324,6 @@ class Streamed:
                 yield chunk
         except Exception as e:
             raise mapped_error(e) from e
-
-    aiter_bytes = aiter_raw  # the session decompresses already
 
     async def aclose(self) -> None:
         self.raw.release()
