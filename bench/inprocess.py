@@ -41,14 +41,14 @@ sys.path.insert(0, str(BENCH.parent))
 from run import free_port  # noqa: E402  (bench/run.py)
 
 
-def config(fake: str, search: bool) -> dict:
+def config(fake: str, search: bool, read_pages: bool = False) -> dict:
     cfg: dict = {
         "providers": {"fake": {"type": "vllm", "baseURL": fake + "/v1"}},
         "virtualrouter": {"routing": {"default": [{"id": "fake", "priority": 100, "targets": ["fake.m"]}]}},
         "webSearch": {"enabled": False},
     }
     if search:
-        cfg["webSearch"] = {"injectPolicy": "always", "cacheTtlMs": 0,
+        cfg["webSearch"] = {"injectPolicy": "always", "cacheTtlMs": 0, "readPages": {"enabled": read_pages},
                             "engines": [{"id": "searxng", "type": "searxng", "baseURL": fake, "default": True}]}
     return cfg
 
@@ -179,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=1,
                     help="requests in flight at once, as wrk -cN (not with --idle)")
+    ap.add_argument("--read-pages", choices=["off", "on"], default="off",
+                    help="with --search: webSearch.readPages (off, as bench/search_round.py: the fake's hits "
+                         "point at hosts that do not resolve, and a resolver that answers late makes the "
+                         "round wait for the reading's deadline; bench/grounding.py measures reading)")
     ap.add_argument("--idle", type=float, default=0.0, help="seconds of idle after each request (cold caches)")
     ap.add_argument("--profile", action="store_true", help="then cProfile one more round")
     ap.add_argument("--fixture", type=Path, help="replay this recorded request (its path, headers and body)")
@@ -196,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                             stdout=subprocess.DEVNULL)
     tmp = Path(tempfile.mkdtemp(prefix="searchhub-inprocess-"))
     try:
-        (tmp / "engines.json").write_text(json.dumps(config(f"http://127.0.0.1:{port}", args.search)))
+        (tmp / "engines.json").write_text(json.dumps(config(f"http://127.0.0.1:{port}", args.search, args.read_pages == "on")))
         setup_logging("info", "json")
         logging.getLogger().handlers[0].setStream(open(os.devnull, "w"))  # noqa: SIM115 (for the process)
         if args.floor:
