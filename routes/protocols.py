@@ -12,6 +12,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from hub.core.errors import GatewayError
+from hub.protocols.chat.errors import openai_error
 from hub.protocols.errors import expected_error
 from hub.protocols.registry import PROTOCOLS, shaping
 from hub.protocols.serving import Answer, Call, Endpoint, ProtocolKind, Stream
@@ -37,7 +39,7 @@ def respond(answer: Answer | Stream) -> Response:
 def error_response(path: str, exc: Exception, kinds: tuple[ProtocolKind, ...] = PROTOCOLS) -> Response:
     """A failure the gateway answers before any handler (a 401, 404, 405, 500, the graceful
     shutdown's 503), in the shape of the protocol that owns `path`."""
-    return respond(shaping(path, kinds).error(exc, None))
+    return shaped(shaping(path, kinds), exc, None, logging.getLogger("searchhub.http"))
 
 
 class RelayStream(EventStream):
@@ -96,10 +98,20 @@ def endpoint(kind: ProtocolKind, ep: Endpoint) -> Callable[[Request], Awaitable[
         except Exception as e:  # every failure answers in the protocol's error shape
             if not expected_error(e):
                 log.exception("%s failed", ep.what)
-            return respond(kind.error(e, call))
+            return shaped(kind, e, call, log)
 
     serve.__name__ = serve.__qualname__ = f"{kind.name}_{ep.what.replace(' ', '_')}"
     return serve
+
+
+def shaped(kind: ProtocolKind, exc: Exception, call: Call | None, log: logging.Logger) -> Response:
+    """`exc` in the protocol's error shape; if its `error` fails too (a plug-in's bug), a plain 500 in
+    OpenAI's shape rather than an unanswered request."""
+    try:
+        return respond(kind.error(exc, call))
+    except Exception:
+        log.exception("the %s protocol's error answer failed", kind.name)
+        return respond(openai_error(GatewayError("internal error", status=500, type="server_error")))
 
 
 def protocol_routes(kinds: tuple[ProtocolKind, ...] = PROTOCOLS) -> list[Route]:

@@ -180,3 +180,23 @@ def test_an_endpoint_that_raises_inside_its_import_is_not_hidden(tmp_path, monke
     package = _protocols(tmp_path, monkeypatch, {"ask": {"endpoints": "import no_such_module_here\n"}})
     with pytest.raises(ModuleNotFoundError, match="no_such_module_here"):
         discover(package)
+
+
+def test_a_protocol_whose_error_answer_fails_still_answers(tmp_path, monkeypatch, fake_model):
+    """A plug-in's error shape that raises: the client gets a 500 in OpenAI's shape, not a dropped
+    request, for a handler's failure and for a 404 on its paths alike."""
+    broken = ASK.replace("        err = as_gateway_error(exc)\n        return Answer({\"problem\"",
+                         "        raise RuntimeError(\"the shape itself is broken\")\n"
+                         "        return Answer({\"problem\"")
+    assert broken != ASK
+    kinds = (*PROTOCOLS, *discover(_protocols(tmp_path, monkeypatch, {"ask": {"endpoints": broken}})))
+    path = tmp_path / "engines.json"
+    path.write_text(json.dumps(hermetic(base_config(fake_model.url))))
+    config = parse(path.read_text(), env={}, plugins=PLUGINS, path=str(path))
+    server = ServerThread(create_app(str(path), config, protocols=kinds)).start()
+    try:
+        for r in (httpx.post(server.url + "/ask/v1/ask", json={"question": 3}, timeout=10),
+                  httpx.get(server.url + "/ask/v1/nothing", timeout=10)):
+            assert r.status_code == 500 and r.json()["error"]["message"] == "internal error", r.text
+    finally:
+        server.stop()
