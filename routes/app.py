@@ -64,12 +64,39 @@ def api_prefixes(kinds: tuple[ProtocolKind, ...]) -> tuple[str, ...]:
 
 
 def _endpoint_name(path: str) -> str:
-    """The endpoint a metric, the access log and a trace name: the path's last part, Codex's
-    standalone search as alpha/search (its own, beside /v1/search), Ollama's web API as api/web_search
-    and api/web_fetch."""
+    """A declared path's endpoint name: its last part, Codex's standalone search as alpha/search (its
+    own, beside /v1/search), Ollama's web API as api/web_search and api/web_fetch."""
     if path.startswith("/api/"):
         return path[1:]
     return "alpha/search" if "/alpha/" in path else path.rsplit("/", 1)[-1]
+
+
+class EndpointNames:
+    """The endpoint a request is counted on /metrics, logged and traced under: the name of the
+    endpoint a protocol declares for its path (`_endpoint_name`; a path parameter's as
+    "<name>/{id}", e.g. responses/{id}), the app's own (models, mcp), and "other" for every path
+    nobody declared, so a scanner's made-up paths add no series to /metrics."""
+
+    OTHER = "other"
+
+    def __init__(self, kinds: tuple[ProtocolKind, ...]) -> None:
+        self.exact: dict[str, str] = {"/v1/models": "models", "/mcp": "mcp"}
+        self.templated: list[tuple[str, str]] = []  # (the path up to its parameter, name)
+        for path in (path for kind in kinds for ep in kind.endpoints for path in ep.paths):
+            if "{" in path:
+                prefix = path[: path.index("{")]
+                self.templated.append((prefix, _endpoint_name(prefix.rstrip("/")) + "/{id}"))
+            else:
+                self.exact[path] = _endpoint_name(path)
+
+    def __call__(self, path: str) -> str:
+        name = self.exact.get(path)
+        if name is not None:
+            return name
+        for prefix, name in self.templated:  # one segment after the prefix, as Starlette matches it
+            if path.startswith(prefix) and len(path) > len(prefix) and "/" not in path[len(prefix):]:
+                return name
+        return self.OTHER
 
 
 class GatewayMiddleware:
@@ -132,7 +159,7 @@ class GatewayMiddleware:
             state["api_key"] = key
             state["search_bill"] = bill
             if model_call and shared is not None:
-                trace = _start_trace(shared, scope, rid, path, key)
+                trace = _start_trace(shared, scope, rid, app_state.endpoint_names(path), key)
                 current_trace.set(trace)  # reset with trace_token, in the finally below
             try:
                 await self.app(scope, receive, send_with_id)
@@ -147,8 +174,7 @@ class GatewayMiddleware:
             if entry is not None:
                 drain.leave(entry)
             if path.startswith(app_state.api_prefixes) or path == "/mcp":
-                endpoint = "responses/{id}" if path.startswith("/v1/responses/") else _endpoint_name(path)
-                LEDGER.finished(endpoint, status_box[0], time.perf_counter() - started, scope["method"], path,
+                LEDGER.finished(app_state.endpoint_names(path), status_box[0], time.perf_counter() - started, scope["method"], path,
                                 key.name if key else ANONYMOUS, bill.searches, bill.cost, trace)
             if trace is not None and shared is not None:
                 trace.status = status_box[0]
@@ -163,7 +189,7 @@ class GatewayMiddleware:
 _FAMILY_OF: dict[tuple[str | None, str | None], str] = {}
 
 
-def _start_trace(shared, scope: Scope, rid: str, path: str, key: ApiKey | None) -> Trace | None:
+def _start_trace(shared, scope: Scope, rid: str, endpoint: str, key: ApiKey | None) -> Trace | None:
     """The request's trace (also when only telemetry wants it), and the per-client metrics."""
     headers = headers_of(scope)
     ua, originator = headers.get("user-agent"), headers.get("originator")
@@ -176,7 +202,6 @@ def _start_trace(shared, scope: Scope, rid: str, path: str, key: ApiKey | None) 
     shared.activity.request()
     if not (shared.traces.enabled or shared.telemetry.enabled):
         return None
-    endpoint = _endpoint_name(path)
     trace = Trace(rid, time.time(), "chat" if endpoint == "completions" else endpoint, client=family,
                   key=key.name if key else None)
     scope[TRACE_SCOPE_KEY] = trace
@@ -532,6 +557,7 @@ def create_app(config_path: str, config: cfgmod.Config | None = None,
     app.state.gateway = gateway
     app.state.protocols = protocols
     app.state.api_prefixes = api_prefixes(protocols)
+    app.state.endpoint_names = EndpointNames(protocols)
     app.state.drain = drain
     app.add_middleware(GatewayMiddleware)
     return app

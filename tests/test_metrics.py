@@ -201,3 +201,40 @@ def test_the_dashboard_queries_only_metrics_we_export(gateway, fake_model) -> No
     assert len(exprs) >= 15
     used = {m for e in exprs for m in re.findall(r"\b((?:searchhub|web_search)_[a-z_]+)\b", e)}
     assert used and used <= exported, used - exported
+
+
+def test_made_up_paths_add_no_series(gateway, fake_model) -> None:
+    """A scanner's paths under the API prefixes are counted as endpoint "other", whatever they are;
+    declared endpoints keep their names, a path parameter's as "<name>/{id}"."""
+    gw = gateway(base_config(fake_model.url))
+    with httpx.Client(base_url=gw.url, timeout=10) as c:
+        for i in range(40):
+            assert c.post(f"/v1/scan-{i}", json={}).status_code == 404
+            assert c.get(f"/api/probe{i}/x").status_code == 404
+            assert c.get(f"/v1/responses/resp_{i}/x").status_code == 404  # two segments: not the endpoint
+        assert c.get("/v1/responses/resp_missing").status_code == 404
+        assert c.post("/v1/chat/completions", json={"model": "default",
+                                                    "messages": [{"role": "user", "content": "hi"}]}).status_code == 200
+        assert c.post("/anthropic/v1/messages/count_tokens", json={
+            "model": "default", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}).status_code == 200
+        text = c.get("/metrics").text
+    names = {s.labels["endpoint"] for f in text_string_to_metric_families(text) for s in f.samples
+             if s.name == "searchhub_requests_total"}
+    assert names == {"other", "responses/{id}", "completions", "count_tokens"}, names
+    s = {(x.name, tuple(sorted(x.labels.items()))): x.value
+         for f in text_string_to_metric_families(text) for x in f.samples}
+    assert value(s, "searchhub_requests_total", endpoint="other", status="404") == 120
+
+
+def test_declared_paths_are_named_as_before() -> None:
+    from hub.protocols.registry import PROTOCOLS
+    from routes.app import EndpointNames
+
+    names = EndpointNames(PROTOCOLS)
+    assert [names(p) for p in ("/v1/chat/completions", "/v1/responses", "/v1/responses/resp_1", "/v1/messages",
+                               "/anthropic/v1/messages", "/v1/messages/count_tokens", "/anthropic/v1/models",
+                               "/v1/models", "/v1/search", "/v1/search/open-webui", "/v1/alpha/search",
+                               "/alpha/search", "/api/web_search", "/api/web_fetch", "/mcp")] == [
+        "completions", "responses", "responses/{id}", "messages", "messages", "count_tokens", "models",
+        "models", "search", "open-webui", "alpha/search", "alpha/search", "api/web_search", "api/web_fetch", "mcp"]
+    assert {names(p) for p in ("/v1/responses/", "/v1/responses/a/b", "/v1/nothing", "/api/", "/anthropic/x")} == {"other"}
