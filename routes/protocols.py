@@ -69,7 +69,7 @@ class RelayStream(EventStream):
 
 
 class _Reader:
-    """What a Call reads from its Starlette request (hub/protocols/serving.py `Request`)."""
+    """What a Call reads from its Starlette request (hub/protocols/serving.py `RequestReader`)."""
 
     path_params = staticmethod(lambda request: request.path_params)
     query = staticmethod(lambda request: request.scope.get("query_string", b"").decode("latin-1"))

@@ -52,7 +52,7 @@ class Runtime(Protocol):
     def metered(self, key: ApiKey | None, bill: SearchBill | None = None) -> MeteredSearch: ...
 
 
-class Request(Protocol):
+class RequestReader(Protocol):
     """How routes/protocols.py reads one HTTP request for a Call (its `READER`)."""
 
     def path_params(self, request: Any) -> Mapping[str, str]: ...
@@ -68,7 +68,7 @@ class Call:
 
     __slots__ = ("body", "_request", "_reader")
 
-    def __init__(self, body: dict | None, request: Any, reader: Request) -> None:
+    def __init__(self, body: dict | None, request: Any, reader: RequestReader) -> None:
         self.body = body
         self._request = request
         self._reader = reader
