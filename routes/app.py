@@ -136,7 +136,10 @@ class GatewayMiddleware:
             await send(message)
 
         app_state = scope["app"].state
-        model_call = scope["method"] == "POST" and path.startswith(app_state.api_prefixes)
+        api = path.startswith(app_state.api_prefixes)
+        model_call = api and scope["method"] == "POST"
+        # what it is counted, logged and traced as (None: not an API request, not counted)
+        endpoint = app_state.endpoint_names(path) if api or path == "/mcp" else None
         gateway: Gateway = app_state.gateway
         drain: Drain = app_state.drain
         shared = gateway.runtime.shared if gateway.runtime else None
@@ -159,7 +162,7 @@ class GatewayMiddleware:
             state["api_key"] = key
             state["search_bill"] = bill
             if model_call and shared is not None:
-                trace = _start_trace(shared, scope, rid, app_state.endpoint_names(path), key)
+                trace = _start_trace(shared, scope, rid, endpoint, key)
                 current_trace.set(trace)  # reset with trace_token, in the finally below
             try:
                 await self.app(scope, receive, send_with_id)
@@ -173,8 +176,8 @@ class GatewayMiddleware:
             current_trace.reset(trace_token)
             if entry is not None:
                 drain.leave(entry)
-            if path.startswith(app_state.api_prefixes) or path == "/mcp":
-                LEDGER.finished(app_state.endpoint_names(path), status_box[0], time.perf_counter() - started, scope["method"], path,
+            if endpoint is not None:
+                LEDGER.finished(endpoint, status_box[0], time.perf_counter() - started, scope["method"], path,
                                 key.name if key else ANONYMOUS, bill.searches, bill.cost, trace)
             if trace is not None and shared is not None:
                 trace.status = status_box[0]

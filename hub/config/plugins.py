@@ -98,6 +98,8 @@ def _provider_type_errors(raw: dict, as_written: dict, families: Mapping[str, Ba
     return errors
 
 
+# msgspec's " - at `$.x.y`" suffix, as hub/core/wire.py `located` reads it for requests: repeated
+# here because hub/config/ imports nothing else of the gateway (tests/test_layout.py)
 _AT = re.compile(r" - at `\$([^`]*)`$")
 
 

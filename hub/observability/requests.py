@@ -35,6 +35,9 @@ class RequestLedger:
         self.log = log
         self.pending: list[tuple] = []
         self._flushing = False
+        # several workers share the metrics (decided before this process imports anything, as
+        # prometheus-client's own multiprocess mode is): count at once, see the module's docstring
+        self.count_now = metrics.multiprocess()
 
     def finished(self, endpoint: str, status: int, elapsed_s: float, method: str, path: str, key: str,
                  searches: int, cost: float, trace: object = None) -> None:
@@ -44,7 +47,7 @@ class RequestLedger:
             self.log.info(access_message(method, path, status, elapsed_s, key, searches, cost),
                           access_fields(method, path, status, elapsed_s, key, searches, cost, trace))
             return
-        if metrics.multiprocess():
+        if self.count_now:
             _count(endpoint, str(status), elapsed_s)
             endpoint = None  # counted: the flush writes its line only
         pending = self.pending
