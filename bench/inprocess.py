@@ -16,6 +16,7 @@ out of the picture, so a change to the gateway's code shows here with little noi
   .venv/bin/python bench/inprocess.py --search --parallel  # two parallel searches in the round
   .venv/bin/python bench/inprocess.py --profile            # then a cProfile of the gateway's functions
   .venv/bin/python bench/inprocess.py --floor              # the same for the aiohttp floor's app
+  .venv/bin/python bench/inprocess.py --set trace.enabled=false   # with a key of engines.json changed
   .venv/bin/python bench/inprocess.py --fixture tests/fixtures/claude-code/ws-direct-003-POST-main-final-after-tool-result-sse.json
                                                            # a recorded client request (path, headers, body)
 """
@@ -51,6 +52,22 @@ def config(fake: str, search: bool, read_pages: bool = False) -> dict:
         cfg["webSearch"] = {"injectPolicy": "always", "cacheTtlMs": 0, "readPages": {"enabled": read_pages},
                             "engines": [{"id": "searxng", "type": "searxng", "baseURL": fake, "default": True}]}
     return cfg
+
+
+def override(cfg: dict, item: str) -> None:
+    """`--set a.b=JSON`: cfg["a"]["b"] = the value (a bare word is a string)."""
+    path, sep, raw = item.partition("=")
+    if not sep or not path:
+        raise SystemExit(f"--set wants PATH=JSON, got {item!r}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    *parents, last = path.split(".")
+    node = cfg
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
 
 
 class Request:
@@ -188,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fixture", type=Path, help="replay this recorded request (its path, headers and body)")
     ap.add_argument("--floor", action="store_true",
                     help="call the aiohttp floor (bench/bare_passthrough.py) instead of the gateway")
+    ap.add_argument("--set", action="append", default=[], metavar="PATH=JSON",
+                    help="set a key of the generated engines.json, e.g. --set trace.enabled=false "
+                         "(what one feature costs)")
     args = ap.parse_args(argv)
 
     import uvloop
@@ -200,7 +220,10 @@ def main(argv: list[str] | None = None) -> int:
                             stdout=subprocess.DEVNULL)
     tmp = Path(tempfile.mkdtemp(prefix="searchhub-inprocess-"))
     try:
-        (tmp / "engines.json").write_text(json.dumps(config(f"http://127.0.0.1:{port}", args.search, args.read_pages == "on")))
+        cfg = config(f"http://127.0.0.1:{port}", args.search, args.read_pages == "on")
+        for item in args.set:
+            override(cfg, item)
+        (tmp / "engines.json").write_text(json.dumps(cfg))
         setup_logging("info", "json")
         logging.getLogger().handlers[0].setStream(open(os.devnull, "w"))  # noqa: SIM115 (for the process)
         if args.floor:

@@ -23,6 +23,7 @@ from .fetcher.reading import PageReader
 from .observability import metrics
 from .observability.activity import Activity
 from .observability.telemetry import Telemetry
+from .observability.trace import Trace
 from .observability.traces import TraceRecorder
 from .routing.dispatch import Dispatcher, Gate
 from .routing.router import Cooldowns, Router
@@ -52,6 +53,16 @@ class Shared:
     traces: TraceRecorder = field(default_factory=lambda: TraceRecorder(cfgmod.TraceConfig(enabled=False)))
     activity: Activity = field(default_factory=Activity)
     telemetry: Telemetry = field(default_factory=Telemetry)
+
+    def finished(self, trace: Trace | None, family: str) -> None:
+        """A model call's end, with its batch of finished requests (hub/observability/requests.py):
+        its client family counted, the status page's activity, its trace kept and exported."""
+        metrics.child(metrics.CLIENT_REQUESTS, family).inc()
+        self.activity.request()
+        if trace is not None:
+            if self.traces.enabled:
+                self.traces.finish(trace)
+            self.telemetry.export(trace)
 
 
 def state_store(spec: dict | None) -> Store:

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from hub.access.keys import match_key, presented_key
+from hub.observability.requests import LEDGER
 from hub.routing.status import status_view
 
 _PAGE = (Path(__file__).with_name("ui.html")).read_bytes()
@@ -80,6 +81,7 @@ async def traces(request: Request) -> Response:
         return _bad("limit must be an integer and since a number (epoch seconds)")
     if not 1 <= limit <= MAX_LIMIT:
         return _bad(f"limit must be between 1 and {MAX_LIMIT}")
+    LEDGER.flush()  # the traces of the last moments (hub/observability/requests.py)
     recorder = request.app.state.gateway.runtime.shared.traces
     rows = await recorder.listing(since=since, limit=limit, chain=q.get("chain") or None, key=q.get("key") or None,
                                   searched=_flag(request, "searched"), errors=_flag(request, "errors"))
@@ -90,6 +92,7 @@ async def trace(request: Request) -> Response:
     if (denied := _denied(request)) is not None:
         return denied
     trace_id = request.path_params["trace_id"]
+    LEDGER.flush()
     found = await request.app.state.gateway.runtime.shared.traces.get(trace_id[:128])
     if found is None:
         return JSONResponse({"error": {"message": f"no trace '{trace_id[:128]}' (it may have left the ring)",
@@ -107,6 +110,7 @@ async def status(request: Request) -> Response:
     except ValueError:
         return _bad("window must be a number of seconds")
     shared = rt.shared
+    LEDGER.flush()  # the activity of the last moments
     view = status_view(rt.config, shared.cooldowns, shared.gate, shared.activity, window_s=max(10.0, min(window, 900.0)))
     view.update({
         "pid": os.getpid(),

@@ -118,6 +118,7 @@ class GatewayMiddleware:
         started = time.perf_counter()
         status_box = [0]
         trace: Trace | None = None
+        family = ""  # a model call's client family (from its User-Agent)
         bill = SearchBill()
 
         async def send_with_id(message: Message) -> None:
@@ -162,8 +163,12 @@ class GatewayMiddleware:
             state["api_key"] = key
             state["search_bill"] = bill
             if model_call and shared is not None:
-                trace = _start_trace(shared, scope, rid, endpoint, key)
-                current_trace.set(trace)  # reset with trace_token, in the finally below
+                family = _family(headers)
+                if shared.traces.enabled or shared.telemetry.enabled:
+                    trace = Trace(rid, time.time(), "chat" if endpoint == "completions" else endpoint,
+                                  client=family, key=key.name if key else None)
+                    scope[TRACE_SCOPE_KEY] = trace
+                    current_trace.set(trace)  # reset with trace_token, in the finally below
             try:
                 await self.app(scope, receive, send_with_id)
             except asyncio.CancelledError:
@@ -176,39 +181,31 @@ class GatewayMiddleware:
             current_trace.reset(trace_token)
             if entry is not None:
                 drain.leave(entry)
-            if endpoint is not None:
-                LEDGER.finished(endpoint, status_box[0], time.perf_counter() - started, scope["method"], path,
-                                key.name if key else ANONYMOUS, bill.searches, bill.cost, trace)
-            if trace is not None and shared is not None:
+            elapsed = time.perf_counter() - started
+            if trace is not None:
                 trace.status = status_box[0]
-                trace.total_ms = ms(time.perf_counter() - started)
+                trace.total_ms = ms(elapsed)
                 trace.search_cost = bill.cost if bill.searches else trace.search_cost
-                if shared.traces.enabled:
-                    shared.traces.finish(trace)
-                shared.telemetry.export(trace)
+            if endpoint is not None:  # a model call's trace is kept with its batch (Shared.finished)
+                LEDGER.finished(endpoint, status_box[0], elapsed, scope["method"], path,
+                                key.name if key else ANONYMOUS, bill.searches, bill.cost, trace,
+                                shared if family else None, family)
             request_id_var.reset(token)
 
 
 _FAMILY_OF: dict[tuple[str | None, str | None], str] = {}
 
 
-def _start_trace(shared, scope: Scope, rid: str, endpoint: str, key: ApiKey | None) -> Trace | None:
-    """The request's trace (also when only telemetry wants it), and the per-client metrics."""
-    headers = headers_of(scope)
+def _family(headers: dict[str, str]) -> str:
+    """The client family of a model call (hub/observability/trace.py's client_family), for its trace and
+    the per-client metrics. A client sends the same user agent on every call: classified once."""
     ua, originator = headers.get("user-agent"), headers.get("originator")
     family = _FAMILY_OF.get((ua, originator))
-    if family is None:  # a client sends the same user agent on every call: classify it once
+    if family is None:
         family = client_family(ua, originator)
         if len(_FAMILY_OF) < 1024:
             _FAMILY_OF[(ua, originator)] = family
-    metrics.child(metrics.CLIENT_REQUESTS, family).inc()
-    shared.activity.request()
-    if not (shared.traces.enabled or shared.telemetry.enabled):
-        return None
-    trace = Trace(rid, time.time(), "chat" if endpoint == "completions" else endpoint, client=family,
-                  key=key.name if key else None)
-    scope[TRACE_SCOPE_KEY] = trace
-    return trace
+    return family
 
 
 def error_message(body: bytes) -> str:
@@ -542,6 +539,7 @@ def create_app(config_path: str, config: cfgmod.Config | None = None,
                 yield
         finally:
             drain.uninstall()
+            LEDGER.flush()  # the last requests' traces, before the trace store's last copy
             await gateway.stop()
             LEDGER.flush()
             metrics.process_exit()

@@ -125,6 +125,7 @@ def serve(where: cfgmod.ConfigLocation, *, host: str | None = None, port: int | 
             timeout_graceful_shutdown=cfg.server.shutdown_grace_s,
             timeout_keep_alive=30,
             server_header=False,
+            proxy_headers=False,  # nothing reads the client's address (docs/deployment.md, "Security")
         )
     finally:
         if metrics_dir is not None:

@@ -17,7 +17,7 @@ from hub.observability.activity import LATENCY_BOUNDS_MS, Activity, percentile
 from hub.observability.trace import _FAMILIES, client_family
 
 from .fakes.search_providers import KEYS
-from .helpers import base_config, searxng_engine, serper_engine
+from .helpers import ServeProcess, base_config, searxng_engine, serper_engine
 
 ADMIN = "admin-key-for-tests-0001"
 CLIENT = "client-key-for-tests-01"
@@ -439,3 +439,36 @@ def test_responses_requests_are_traced(gateway, fake_model, search_fakes) -> Non
     t = admin(gw, f"/admin/traces/{row['id']}").json()
     assert t["injection"]["reason"] == "the client offered hosted web search" and t["intent"]["decision"] is True
     assert t["calls"][0]["engine"] == "searxng" and t["sources"]
+
+
+def test_a_trace_reaches_redis_when_the_gateway_stops_right_after_it(gateway, fake_model, redis_server,
+                                                                     tmp_path) -> None:
+    """The trace of a request answered just before SIGTERM is not lost: it is kept with its batch of
+    finished requests (up to 0.1 s later, hub/observability/requests.py), and a graceful shutdown
+    writes that batch, then the trace store's last copy (the store's own flusher runs once a second)."""
+    cfg = base_config(fake_model.url)
+    cfg["server"] = {"adminKeys": [ADMIN]}
+    cfg["state"] = {"backend": "redis", "url": redis_server.url, "keyPrefix": f"tr{time.time_ns()}:"}
+    fake_model.default = {"content": "hello"}
+    proc = ServeProcess(tmp_path, cfg)
+    try:
+        proc.wait_for("searchhub listening")
+        deadline = time.monotonic() + 30
+        while True:  # up once /health answers
+            try:
+                if httpx.get(proc.url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        r = httpx.post(proc.url + "/v1/chat/completions", timeout=10,
+                       json={"model": "default", "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == 200
+        rid = r.headers["x-request-id"]
+    finally:
+        proc.stop()
+    b = gateway(cfg, name="b.json")
+    t = admin(b, f"/admin/traces/{rid}")
+    assert t.status_code == 200, t.text
+    assert t.json()["status"] == 200 and t.json()["target"]

@@ -112,7 +112,7 @@ class TextFormatter(logging.Formatter):
         """Access lines for people (`hub/observability/requests.py`'s records): the fields are in the text."""
         return "".join(self.line(created, "INFO", logger, access_message(method, path, status, elapsed_s, key,
                                                                           searches, cost), rid, cid) + "\n"
-                       for created, rid, cid, _, status, elapsed_s, method, path, key, searches, cost, _ in batch)
+                       for created, rid, cid, _, status, elapsed_s, method, path, key, searches, cost, *_ in batch)
 
     def format(self, record: logging.LogRecord) -> str:
         line = self.line(record.created, record.levelname, record.name, record.getMessage(),
@@ -142,7 +142,7 @@ class JsonFormatter(logging.Formatter):
                                msg=access_message(method, path, status, elapsed_s, key, searches, cost),
                                chain_id=None if cid == "-" else cid,
                                **access_fields(method, path, status, elapsed_s, key, searches, cost, trace))
-                   for created, rid, cid, _, status, elapsed_s, method, path, key, searches, cost, trace in batch]
+                   for created, rid, cid, _, status, elapsed_s, method, path, key, searches, cost, trace, *_ in batch]
         return _encode_lines(entries).decode()
 
     def line(self, created: float, level: str, logger: str, msg: str, request_id: str, chain_id: str,
@@ -277,7 +277,7 @@ class DirectLog:
         if h is not None and self._plain(lg, h) and hasattr(h.formatter, "access_lines"):
             h.add_text(h.formatter.access_lines(lg.name, batch))
             return
-        for _, _, _, _, status, elapsed_s, method, path, key, searches, cost, trace in batch:
+        for _, _, _, _, status, elapsed_s, method, path, key, searches, cost, trace, *_ in batch:
             lg.info("%s", access_message(method, path, status, elapsed_s, key, searches, cost),
                     extra=access_fields(method, path, status, elapsed_s, key, searches, cost, trace))
 
