@@ -62,7 +62,10 @@ class Shared:
         if trace is not None:
             if self.traces.enabled:
                 self.traces.finish(trace)
-            self.telemetry.export(trace)
+            try:  # the OpenTelemetry SDK's code: a failure of it must not cost the batch its lines
+                self.telemetry.export(trace)
+            except Exception:
+                log.exception("exporting the spans of request %s failed", trace.id)
 
 
 def state_store(spec: dict | None) -> Store:
