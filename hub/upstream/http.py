@@ -17,7 +17,7 @@ import msgspec
 from ..config.settings import Provider
 from ..core.redaction import redact_bytes
 from .failures import error_message, request_kind, scrub
-from .h1 import ConnectFailed, ConnectTimedOut, Response
+from .h1 import ConnectFailed, ConnectTimedOut
 from .proxy import ProxyPolicy
 from .transport import LeanAiohttpTransport, Streamed, UpstreamClient
 
@@ -100,15 +100,9 @@ _CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, aiohttp.ClientConne
                    aiohttp.ConnectionTimeoutError, ConnectFailed, ConnectTimedOut)
 
 
-async def _with_retries(fn, retries: int):
-    """Retry only what is safe to retry: the request never reached the server (connect errors)."""
-    for attempt in range(retries + 1):
-        try:
-            return await fn()
-        except _CONNECT_ERRORS:
-            if attempt >= retries:
-                raise
-            await asyncio.sleep(min(0.05 * 2**attempt, 1.0) * (0.5 + random.random()))
+def _backoff(attempt: int) -> float:
+    """Seconds before connect attempt `attempt + 1`: 50 ms doubling, at most 1 s, jittered."""
+    return min(0.05 * 2**attempt, 1.0) * (0.5 + random.random())
 
 
 _TIMEOUTS: dict[tuple[float, float], aiohttp.ClientTimeout] = {}
@@ -133,14 +127,18 @@ async def _exchange_direct(client: UpstreamClient, provider: Provider, url: str,
     objects); any transport failure or non-200 answer becomes an UpstreamError."""
     data = _json_encode(body)
     timeout = _aiohttp_timeout(provider, total)
-
-    async def attempt() -> aiohttp.ClientResponse | Response:
-        return await client.request_direct(url, data, headers, timeout, provider.proxy)
-
-    try:
-        resp = await _with_retries(attempt, retries)
-    except _TRANSPORT_ERRORS as e:
-        raise _transport_error(e) from None
+    attempt = 0
+    while True:  # retried only what is safe to retry: the request never reached the server
+        try:
+            resp = await client.request_direct(url, data, headers, timeout, provider.proxy)
+            break
+        except _CONNECT_ERRORS as e:
+            if attempt >= retries:
+                raise _transport_error(e) from None
+        except _TRANSPORT_ERRORS as e:
+            raise _transport_error(e) from None
+        await asyncio.sleep(_backoff(attempt))
+        attempt += 1
     if resp.status != 200:
         content = b""
         try:
