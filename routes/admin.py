@@ -31,7 +31,7 @@ def is_admin_path(path: str) -> bool:
 
 def _denied(request: Request) -> Response | None:
     """None when the request carries an admin key; else the 401/403 to send."""
-    gateway = request.app.state.gateway
+    gateway = request.app.gateway
     keys = gateway.runtime.config.server.admin_keys
     if not keys:
         return JSONResponse({"error": {"message": "the admin interface is off: set server.adminKeys in engines.json",
@@ -82,7 +82,7 @@ async def traces(request: Request) -> Response:
     if not 1 <= limit <= MAX_LIMIT:
         return _bad(f"limit must be between 1 and {MAX_LIMIT}")
     LEDGER.flush()  # the traces of the last moments (hub/observability/requests.py)
-    recorder = request.app.state.gateway.runtime.shared.traces
+    recorder = request.app.gateway.runtime.shared.traces
     rows = await recorder.listing(since=since, limit=limit, chain=q.get("chain") or None, key=q.get("key") or None,
                                   searched=_flag(request, "searched"), errors=_flag(request, "errors"))
     return _json({"object": "list", "enabled": recorder.enabled, "now": time.time(), "data": rows})
@@ -93,7 +93,7 @@ async def trace(request: Request) -> Response:
         return denied
     trace_id = request.path_params["trace_id"]
     LEDGER.flush()
-    found = await request.app.state.gateway.runtime.shared.traces.get(trace_id[:128])
+    found = await request.app.gateway.runtime.shared.traces.get(trace_id[:128])
     if found is None:
         return JSONResponse({"error": {"message": f"no trace '{trace_id[:128]}' (it may have left the ring)",
                                        "type": "not_found_error", "code": "trace_not_found"}}, status_code=404)
@@ -103,7 +103,7 @@ async def trace(request: Request) -> Response:
 async def status(request: Request) -> Response:
     if (denied := _denied(request)) is not None:
         return denied
-    gateway = request.app.state.gateway
+    gateway = request.app.gateway
     rt = gateway.runtime
     try:
         window = float(request.query_params.get("window", "300"))

@@ -136,13 +136,13 @@ class GatewayMiddleware:
                     trace.error = error_message(message["body"])
             await send(message)
 
-        app_state = scope["app"].state
-        api = path.startswith(app_state.api_prefixes)
+        app: GatewayApp = scope["app"]
+        api = path.startswith(app.api_prefixes)
         model_call = api and scope["method"] == "POST"
         # what it is counted, logged and traced as (None: not an API request, not counted)
-        endpoint = app_state.endpoint_names(path) if api or path == "/mcp" else None
-        gateway: Gateway = app_state.gateway
-        drain: Drain = app_state.drain
+        endpoint = app.endpoint_names(path) if api or path == "/mcp" else None
+        gateway: Gateway = app.gateway
+        drain: Drain = app.drain
         shared = gateway.runtime.shared if gateway.runtime else None
         key: ApiKey | None = None
         entry: _InFlight | None = None
@@ -152,11 +152,11 @@ class GatewayMiddleware:
             if keys and path not in _OPEN_PATHS and not is_admin_path(path):
                 key = match_key(presented_key(headers), keys)
                 if key is None:
-                    await _unauthorized(path, send_with_id, app_state.protocols)
+                    await _unauthorized(path, send_with_id, app.protocols)
                     return
             if path not in _OPEN_PATHS:
                 if model_call and drain.draining:  # the process is going away: a retry goes elsewhere
-                    await _shutting_down(path, app_state.protocols)(scope, receive, send_with_id)
+                    await _shutting_down(path, app.protocols)(scope, receive, send_with_id)
                     return
                 entry = drain.enter(scope, status_box, model_call)
             state = scope.setdefault("state", {})
@@ -176,7 +176,7 @@ class GatewayMiddleware:
                 # nobody else cancelled it): the 503 a retry takes elsewhere, not a dropped connection
                 if entry is None or not entry.cut or status_box[0] or asyncio.current_task().uncancel():
                     raise
-                await _shutting_down(path, app_state.protocols)(scope, receive, send_with_id)
+                await _shutting_down(path, app.protocols)(scope, receive, send_with_id)
         finally:
             current_trace.reset(trace_token)
             if entry is not None:
@@ -239,15 +239,15 @@ async def health(request: Request) -> Response:
     """200 whether or not the upstreams can be reached (`status` says it): a load balancer must not
     take every replica out at once because the model servers behind them are down. 503 "draining"
     from the shutdown signal on (Drain), at once: this process is going away."""
-    drain: Drain = request.app.state.drain
+    drain: Drain = request.app.drain
     if drain.draining:
         return JSONResponse(drain.report(), status_code=503)
-    gw: Gateway = request.app.state.gateway
+    gw: Gateway = request.app.gateway
     rt = runtime(request)
     cfg = rt.config
-    probes: Reachability | None = getattr(request.app.state, "reachability", None)
+    probes = request.app.reachability
     if probes is None:  # one per process, made on the first /health (a test may put its own first)
-        probes = request.app.state.reachability = Reachability()
+        probes = request.app.reachability = Reachability()
     reach = await probes.report(cfg, getattr(rt.client, "proxies", None))
     return JSONResponse({
         "status": reach["status"],  # "ok", or "degraded" when some route has no reachable target
@@ -275,16 +275,16 @@ async def health(request: Request) -> Response:
 
 async def metrics_endpoint(request: Request) -> Response:
     LEDGER.flush()  # the requests of the last moments (hub/observability/requests.py)
-    request.app.state.gateway.observe_state()
+    request.app.gateway.observe_state()
     return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 async def models(request: Request) -> Response:
     rt = runtime(request)
-    for kind in request.app.state.protocols:  # a protocol's own listing, for its clients (Anthropic's: anthropic-version)
+    for kind in request.app.protocols:  # a protocol's own listing, for its clients (Anthropic's: anthropic-version)
         if kind.models is not None and kind.models.header in request.headers:
             return JSONResponse(kind.models.listing(rt))
-    now = int(request.app.state.gateway.loaded_at)
+    now = int(request.app.gateway.loaded_at)
     data = [{"id": name, "object": "model", "created": now, "owned_by": "searchhub"} for name in rt.router.models()]
     return JSONResponse({"object": "list", "data": data})
 
@@ -296,13 +296,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     else:
         msg = f"no such endpoint: {request.method} {request.url.path}"
     etype = "not_found_error" if status == 404 else "invalid_request_error"
-    return error_response(request.url.path, GatewayError(msg, status=status, type=etype), request.app.state.protocols)
+    return error_response(request.url.path, GatewayError(msg, status=status, type=etype), request.app.protocols)
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error")
     return error_response(request.url.path, GatewayError("internal error", status=500, type="api_error"),
-                          request.app.state.protocols)
+                          request.app.protocols)
 
 
 class GatewayApp(Starlette):
@@ -311,8 +311,18 @@ class GatewayApp(Starlette):
     matching or endpoint wrapper on the path every model call takes (together ~15 % of a relayed
     request's CPU; bench/README.md, "History"). Every other request takes Starlette's stack."""
 
-    def __init__(self, *, direct: frozenset[str], **kwargs) -> None:
+    def __init__(self, *, gateway: Gateway, drain: Drain, protocols: tuple[ProtocolKind, ...], **kwargs) -> None:
         super().__init__(**kwargs)
+        # The parts every request reads, as plain attributes: Starlette's `app.state` answers each
+        # read through __getattr__ after a failed lookup that builds an AttributeError first (~2,000
+        # instructions a read, four reads a request in the middleware alone; bench/README.md).
+        self.gateway = gateway
+        self.drain = drain
+        self.protocols = protocols
+        self.api_prefixes = api_prefixes(protocols)
+        self.endpoint_names = EndpointNames(protocols)
+        self.reachability: Reachability | None = None  # made by the first /health (a test may put its own)
+        direct = direct_paths(protocols)
         self.direct: dict[str, GatewayMiddleware] = {
             r.path: GatewayMiddleware(_endpoint_app(r.endpoint))
             for r in self.routes
@@ -553,12 +563,7 @@ def create_app(config_path: str, config: cfgmod.Config | None = None,
         *websocket.routes,
         Route("/mcp", mcp),
     ]
-    app = GatewayApp(routes=routes, lifespan=lifespan, direct=direct_paths(protocols), exception_handlers={
-        404: _http_error, 405: _http_error, Exception: _internal_error})
-    app.state.gateway = gateway
-    app.state.protocols = protocols
-    app.state.api_prefixes = api_prefixes(protocols)
-    app.state.endpoint_names = EndpointNames(protocols)
-    app.state.drain = drain
+    app = GatewayApp(routes=routes, lifespan=lifespan, gateway=gateway, drain=drain, protocols=protocols,
+                     exception_handlers={404: _http_error, 405: _http_error, Exception: _internal_error})
     app.add_middleware(GatewayMiddleware)
     return app

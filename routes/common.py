@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 
 def runtime(request: Request) -> Runtime:
-    rt = request.app.state.gateway.runtime
+    rt = request.app.gateway.runtime
     assert rt is not None
     return rt
 

@@ -57,7 +57,7 @@ class GatewayHandle:
 
     @property
     def gateway(self):
-        return self.server.app.state.gateway
+        return self.server.app.gateway
 
     def write_config(self, cfg: dict | str) -> None:
         text = cfg if isinstance(cfg, str) else json.dumps(hermetic(cfg))

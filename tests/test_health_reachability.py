@@ -23,7 +23,7 @@ def health(gw) -> dict:
 
 def probe_every(gw, ttl_s: float) -> None:
     """The gateway's probes with a short cache (before its first /health makes the default one)."""
-    gw.server.app.state.reachability = Reachability(ttl_s=ttl_s)
+    gw.server.app.reachability = Reachability(ttl_s=ttl_s)
 
 
 def test_a_route_whose_only_target_is_down_is_degraded(gateway) -> None:
