@@ -17,6 +17,9 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
+import msgspec
+import msgspec.structs
+
 from ..search.service import EngineIndex
 from ..tools.base import HostedSearch
 from ..tools.events import Options
@@ -84,7 +87,7 @@ def adapt(body: dict, opts: Options, engines: EngineIndex = _NO_ENGINES) -> tupl
         search = replace(search, engine=_ours(search.engine, engines))
     if search is not None:
         hosted[WEB_SEARCH] = search
-    return body, replace(opts, force_search=force, hosted=hosted, citation_content=True)
+    return body, msgspec.structs.replace(opts, force_search=force, hosted=hosted, citation_content=True)
 
 
 def _params(tool: dict) -> dict:

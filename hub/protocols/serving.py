@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+import msgspec
+
 if TYPE_CHECKING:  # types only: what routes/ and hub/runtime.py pass in
     from hub.config import Config
     from hub.config.keys import ApiKey
@@ -103,8 +105,7 @@ class Call:
         return self._reader.caller(self._request)
 
 
-@dataclass(slots=True)
-class Answer:
+class Answer(msgspec.Struct):
     """A JSON answer: `body` is encoded (bytes go out as they are)."""
 
     body: Any

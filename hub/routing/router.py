@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
+
+import msgspec
 
 from ..config.settings import SEARCH_ROUTE, Config, Pool, Target
 
@@ -13,8 +14,7 @@ class UnknownTarget(Exception):
     """A pinned 'provider.model' whose provider is not configured."""
 
 
-@dataclass(frozen=True, slots=True)
-class Resolution:
+class Resolution(msgspec.Struct, frozen=True):
     route: str  # the route name, or "pinned"
     candidates: tuple[Target, ...]
     pinned: bool = False

@@ -6,7 +6,7 @@ allowance is one allowance whatever door it came in by.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from ..access.budget import Budget, Denial
 from ..config.keys import ANONYMOUS, ApiKey
@@ -16,8 +16,7 @@ from .sanitize import clean_text
 from .service import SearchService
 
 
-@dataclass(slots=True)
-class SearchBill:
+class SearchBill(msgspec.Struct):
     """What one client request spent on searches; the HTTP layer reports it in a header and the log."""
 
     cost: float = 0.0

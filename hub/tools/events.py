@@ -12,8 +12,10 @@ brought: the encoders handle a read in one go, not chunk by chunk); `bytes` of f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from .base import ToolCall
 
@@ -50,13 +52,12 @@ class Keepalive:
     """Nothing to say yet (searches running): encoders emit an SSE comment / ping."""
 
 
-@dataclass(slots=True)
-class Options:
+class Options(msgspec.Struct):
     """Per-request knobs the protocol endpoints pass to the pipeline."""
 
     force_search: bool | None = None  # True/False: client override; None: policy decides
     force_call: bool = False  # the client's tool_choice forces its hosted search: the model must call it
-    hosted: dict[str, Any] = field(default_factory=dict)  # the client's hosted tool offers, by tool name (ToolRequest.hosted)
+    hosted: dict[str, Any] = msgspec.field(default_factory=dict)  # the client's hosted tool offers, by tool name (ToolRequest.hosted)
     chain_id: str | None = None  # client-supplied (x-searchhub-chain)
     client_key: str = ""  # identifies the caller for chain hashing (never logged)
     client_agent: str = ""  # the User-Agent: with the key, which client a side request comes from
@@ -67,11 +68,10 @@ class Options:
     citation_content: bool = False  # url_citation annotations carry the cited source's text (OpenRouter's shape)
 
 
-@dataclass(slots=True)
-class Outcome:
+class Outcome(msgspec.Struct):
     """A non-streaming pipeline result: the final chat completion (usage summed over rounds,
     `message.annotations` with url_citations) and the server tool calls that ran, in order."""
 
     response: dict
-    calls: list[ToolCall] = field(default_factory=list)
+    calls: list[ToolCall] = msgspec.field(default_factory=list)
     target: str = ""

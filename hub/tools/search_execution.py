@@ -14,7 +14,10 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+import msgspec
+import msgspec.structs
 
 from ..config.settings import WebSearchConfig
 from ..core.ids import random_alnum
@@ -105,7 +108,7 @@ class SearchExecution:
         return body
 
     def _summary_opts(self) -> Options:
-        return replace(self.opts, force_search=False, hosted={}, chain_id=None, frames=False)
+        return msgspec.structs.replace(self.opts, force_search=False, hosted={}, chain_id=None, frames=False)
 
     def _summarizing(self) -> bool:
         result = self.call.result

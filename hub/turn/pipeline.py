@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+
+import msgspec
 
 from ..backends import usage as usages
 from ..backends.normalize import normalize_completion
@@ -46,8 +47,7 @@ log = logging.getLogger("searchhub.pipeline")
 round_log = DirectLog("searchhub.pipeline")  # a line per search round, written with the request's (hub/observability/logformat.py)
 
 
-@dataclass
-class Plan:
+class Plan(msgspec.Struct):
     route: str
     candidates: tuple[Target, ...]
     body: dict  # the request to send: spliced history, our tools added
@@ -67,8 +67,7 @@ class Plan:
         return not self.served
 
 
-@dataclass
-class Routing:
+class Routing(msgspec.Struct):
     """A request's route, and what the request becomes for each candidate target: injection is
     decided for a target when it is tried (its own policy and per-backend limits), so a commercial
     fallback gets the client's request untouched and a self-hosted fallback gets the tools."""
@@ -81,7 +80,7 @@ class Routing:
     messages: list[dict]  # after the chain's splice (the client's own when nothing was spliced)
     state: ChainState | None = None
     prior: tuple = ()
-    plans: dict[str, Plan] = field(default_factory=dict)  # by provider id
+    plans: dict[str, Plan] = msgspec.field(default_factory=dict)  # by provider id
     counted: bool = False  # the intent decision was counted in the metrics
     side: bool | None = None  # a client's side request (hub/injection/side_requests.py), once asked
 
