@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
 
 import msgspec
 
@@ -124,8 +123,7 @@ def splice(messages: list[dict], state: ChainState) -> list[dict]:
     return out
 
 
-@dataclass
-class ChainSession:
+class ChainSession(msgspec.Struct):
     """One request's view of its chain: the key (computed once), load, save and finish."""
 
     store: Store
