@@ -33,7 +33,7 @@ from hub.observability.trace import Trace, client_family, current_trace, ms
 from hub.protocols.errors import SHUTTING_DOWN, shutting_down
 from hub.protocols.registry import PROTOCOLS
 from hub.protocols.serving import ProtocolKind
-from hub.runtime import Gateway
+from hub.runtime import Gateway, Shared
 from hub.search.metered import SearchBill
 from hub.upstream.reachability import Reachability
 
@@ -119,6 +119,7 @@ class GatewayMiddleware:
         status_box = [0]
         trace: Trace | None = None
         family = ""  # a model call's client family (from its User-Agent)
+        sink: Shared | None = None  # where a model call's own record goes, with its batch
         bill = SearchBill()
 
         async def send_with_id(message: Message) -> None:
@@ -163,7 +164,7 @@ class GatewayMiddleware:
             state["api_key"] = key
             state["search_bill"] = bill
             if model_call and shared is not None:
-                family = _family(headers)
+                family, sink = _family(headers), shared
                 if shared.traces.enabled or shared.telemetry.enabled:
                     trace = Trace(rid, time.time(), "chat" if endpoint == "completions" else endpoint,
                                   client=family, key=key.name if key else None)
@@ -188,8 +189,7 @@ class GatewayMiddleware:
                 trace.search_cost = bill.cost if bill.searches else trace.search_cost
             if endpoint is not None:  # a model call's trace is kept with its batch (Shared.finished)
                 LEDGER.finished(endpoint, status_box[0], elapsed, scope["method"], path,
-                                key.name if key else ANONYMOUS, bill.searches, bill.cost, trace,
-                                shared if family else None, family)
+                                key.name if key else ANONYMOUS, bill.searches, bill.cost, trace, sink, family)
             request_id_var.reset(token)
 
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
-import msgspec.structs
 
 from ..search.service import EngineIndex
 from ..tools.base import HostedSearch

@@ -17,7 +17,6 @@ from contextlib import aclosing
 from dataclasses import dataclass
 
 import msgspec
-import msgspec.structs
 
 from ..config.settings import WebSearchConfig
 from ..core.ids import random_alnum

@@ -42,7 +42,7 @@ class UpstreamError(Exception):
         self.kind = kind  # "validation" | "context_overflow": about the request, whatever the status
 
 
-def make_client(env: Mapping[str, str] | None = None) -> httpx.AsyncClient:
+def make_client(env: Mapping[str, str] | None = None) -> UpstreamClient:
     """The process-wide upstream client: httpx's API over aiohttp, several times faster under
     concurrency than httpx's own pool (see bench/). The environment's proxy settings
     (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY) are read here, once."""
